@@ -1,0 +1,135 @@
+"""KernelArc's own records: runner requests/results, proposals and attempts."""
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import Field
+
+from kernelarc.schema.base import RecordModel
+from kernelarc.schema.definition import Definition
+from kernelarc.schema.solution import Solution
+from kernelarc.schema.trace import EvalStatus, Trace
+from kernelarc.schema.workload import Workload
+
+OFFICIAL_SEED = 200
+
+
+def utc_now() -> str:
+    """Current UTC time in ISO 8601 (seconds)."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class TimingConfig(RecordModel):
+    """How the runner times a passing solution (official defaults: 10 warm-up, 50 timed)."""
+
+    warmup: int = Field(default=10, ge=0)
+    """Untimed iterations before timing."""
+    iterations: int = Field(default=50, ge=1)
+    """Timed iterations; the median is reported."""
+    flush_l2: bool = True
+    """Zero a 2x-L2 buffer before each CUDA iteration."""
+    time_reference: bool = True
+    """Also time the reference on the same inputs."""
+
+
+class EvalRequest(RecordModel):
+    """What the host asks the in-sandbox runner to do (written as request.json)."""
+
+    definition: Definition
+    """The problem."""
+    workloads: list[Workload] = Field(min_length=1)
+    """Workloads to evaluate, in order (the RNG stream continues across them)."""
+    solution: Solution
+    """The candidate."""
+    device: Literal["cpu", "cuda"] = "cpu"
+    """Where tensors live."""
+    seed: int = OFFICIAL_SEED
+    """Seed set once before the first workload."""
+    correctness_rounds: int = Field(default=10, ge=1)
+    """Rounds of fresh inputs per workload."""
+    timing: TimingConfig = Field(default_factory=TimingConfig)
+    """Timing protocol."""
+    problem_dir: str | None = None
+    """Read-only problem dir, for safetensors inputs."""
+
+
+class EvalResult(RecordModel):
+    """What a sandbox returns for one request: one trace per workload, plus host-side facts."""
+
+    traces: list[Trace]
+    """One per requested workload, in order."""
+    stderr_tail: str = ""
+    """Last part of the runner's stderr (its log)."""
+    wall_s: float = 0.0
+    """Sandbox start to result, seconds."""
+    sandbox: str = "local"
+    """Which sandbox ran it."""
+    sandbox_notes: list[str] = Field(default_factory=list)
+    """What the sandbox could not enforce here (e.g. no network namespace)."""
+
+
+class Proposal(RecordModel):
+    """A candidate from an agent: the solution plus where it came from."""
+
+    id: str
+    """Content id: `p-` + 12 hex of the solution's content hash."""
+    agent: str
+    """Agent name."""
+    strategy: str
+    """The strategy the agent owns."""
+    solution: Solution
+    """The candidate."""
+    parent_id: str | None = None
+    """Proposal it was derived from, if any."""
+    knobs: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    """Parameters the agent chose (block sizes, compile mode, ...)."""
+    rationale: str = ""
+    """One line on why this candidate."""
+
+
+def proposal_id_for(solution: Solution) -> str:
+    """Content-addressed proposal id."""
+    return "p-" + solution.content_hash()[:12]
+
+
+class Verdict(StrEnum):
+    """Acceptance decision for an attempt."""
+
+    NEW_BEST = "NEW_BEST"
+    CORRECT = "CORRECT"
+    FAILED = "FAILED"
+    INFRA_ERROR = "INFRA_ERROR"
+
+
+class Attempt(RecordModel):
+    """One proposal evaluated and judged; a line of attempts.jsonl."""
+
+    index: int = Field(ge=0)
+    """Order of completion within the campaign."""
+    problem: str
+    """Definition name."""
+    proposal: Proposal
+    """What was evaluated."""
+    status: EvalStatus | Literal["INFRA_ERROR"]
+    """PASSED if every workload passed, else the first failing workload's status."""
+    traces: list[Trace]
+    """One per workload."""
+    speedup: float | None = None
+    """Geometric mean of speedup_factor over workloads (PASSED only)."""
+    latency_ms: float | None = None
+    """Geometric mean of latency_ms over workloads (PASSED only)."""
+    verdict: Verdict
+    """Whether it became the campaign's best."""
+    best_speedup_after: float | None = None
+    """Campaign best speedup after this attempt."""
+    started_at: str
+    """ISO time the evaluation started."""
+    finished_at: str
+    """ISO time it finished."""
+    wall_s: float = 0.0
+    """Sandbox wall time."""
+    stderr_tail: str = ""
+    """Tail of the runner log."""
+    error: str = ""
+    """Infrastructure error text, if any."""
