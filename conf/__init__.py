@@ -1,0 +1,1 @@
+"""Hydra configs, installed as the package `kernelarc.conf` (see pyproject's package-dir)."""

@@ -1,0 +1,62 @@
+"""campaign.json: what a run dir holds, so export, eval and later tools can read it alone."""
+
+import json
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from kernelarc.errors import ConfigError
+from kernelarc.schema.base import RecordModel
+
+CAMPAIGN_FILE = "campaign.json"
+
+
+class CampaignRecord(RecordModel):
+    """Identity and outcome of one campaign run dir."""
+
+    name: str
+    """Campaign name."""
+    problem: str
+    """Definition name."""
+    problem_dir: str
+    """The copy of the problem files inside the run dir."""
+    source_problem_dir: str
+    """Where the problem was loaded from."""
+    workloads: str
+    """Workload file used."""
+    device: str
+    """cpu or cuda."""
+    seed: int
+    """Campaign seed."""
+    started_at: str
+    """ISO start time."""
+    finished_at: str | None = None
+    """ISO end time (None while running or after a crash)."""
+    status: str = "RUNNING"
+    """RUNNING, FINISHED or FAILED."""
+    best_proposal_id: str | None = None
+    """Best attempt's proposal id."""
+    best_speedup: float | None = None
+    """Best geometric-mean speedup."""
+    abort_reason: str = ""
+    """Why the campaign stopped early, if it did."""
+
+
+def write_campaign_record(run_dir: Path, record: CampaignRecord) -> None:
+    """Write campaign.json atomically."""
+    tmp = run_dir / (CAMPAIGN_FILE + ".tmp")
+    tmp.write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    tmp.replace(run_dir / CAMPAIGN_FILE)
+
+
+def read_campaign_record(run_dir: Path) -> CampaignRecord:
+    """Read campaign.json of a run dir."""
+    path = run_dir / CAMPAIGN_FILE
+    try:
+        return CampaignRecord.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError as exc:
+        msg = f"{path}: not found; is {run_dir} a KernelArc run dir (outputs/<name>/<time>)?"
+        raise ConfigError(msg) from exc
+    except (json.JSONDecodeError, ValidationError) as exc:
+        msg = f"{path}: unreadable campaign record ({exc})"
+        raise ConfigError(msg) from exc

@@ -1,0 +1,136 @@
+"""`kernelarc campaign`: the Hydra app that composes conf/ and runs one campaign per job."""
+
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.config_store import ConfigStore
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from kernelarc.campaign import CampaignState, CampaignSummary, run_campaign
+from kernelarc.config import CampaignConfig
+from kernelarc.errors import KernelarcError
+from kernelarc.schema import Attempt
+from kernelarc.tracking import make_tracker
+
+logger = logging.getLogger(__name__)
+
+ConfigStore.instance().store(name="campaign_schema", node=CampaignConfig)
+
+
+def run_hydra_campaign(args: list[str]) -> int:
+    """Run the Hydra app with `args` as its command line; return the exit status."""
+    saved = sys.argv
+    sys.argv = ["kernelarc campaign", *args]
+    try:
+        _hydra_main()
+    except SystemExit as exc:
+        return int(exc.code) if isinstance(exc.code, int) else 1
+    finally:
+        sys.argv = saved
+    return 0
+
+
+@hydra.main(version_base="1.3", config_path="pkg://kernelarc.conf", config_name="campaign")
+def _hydra_main(dict_cfg: DictConfig) -> float | None:
+    try:
+        cfg = OmegaConf.to_object(dict_cfg)
+        assert isinstance(cfg, CampaignConfig)
+        run_dir = Path(HydraConfig.get().runtime.output_dir)
+        return _run(cfg, dict_cfg, run_dir)
+    except KernelarcError as exc:
+        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        raise SystemExit(2) from exc
+
+
+def default_tracking_uri() -> str:
+    """sqlite store in the launch directory (Hydra does not change the working directory)."""
+    return f"sqlite:///{Path.cwd().resolve() / 'mlflow.db'}"
+
+
+def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    config_yaml = OmegaConf.to_yaml(dict_cfg, resolve=True)
+    (run_dir / "config.yaml").write_text(config_yaml, encoding="utf-8")
+    uri = cfg.tracking.uri or default_tracking_uri()
+    tracker = make_tracker(
+        cfg.tracking.kind, tracking_uri=uri, experiment=cfg.tracking.experiment or cfg.name
+    )
+    tracker.start_campaign(
+        name=cfg.name,
+        params=_flatten(OmegaConf.to_container(dict_cfg, resolve=True)),
+        tags={"kernelarc.problem": cfg.problem, "kernelarc.run_dir": str(run_dir.resolve())},
+        config_yaml=config_yaml,
+    )
+    console = Console(stderr=True)
+    status = "FAILED"
+    try:
+        with _progress(console) as progress:
+            task = progress.add_task("campaign", total=cfg.budget.candidates, best="-", fails=0)
+
+            def on_attempt(attempt: Attempt, state: CampaignState) -> None:
+                best = f"{state.best_speedup:.2f}x" if state.best_speedup else "-"
+                progress.update(
+                    task, completed=len(state.attempts), best=best, fails=state.failures
+                )
+
+            summary = run_campaign(cfg, run_dir, tracker, on_attempt)
+        status = summary.status
+    finally:
+        tracker.finish(status, {})
+    _print_summary(console, cfg, summary, uri)
+    return summary.best.speedup if summary.best else None
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("best {task.fields[best]}"),
+        TextColumn("failures {task.fields[fails]}"),
+        TimeElapsedColumn(),
+        console=console,
+    )
+
+
+def _print_summary(
+    console: Console, cfg: CampaignConfig, summary: CampaignSummary, uri: str
+) -> None:
+    best = summary.best
+    console.print(
+        f"\n[bold]Campaign {cfg.name}[/] on [bold]{summary.problem}[/] ({summary.device}): "
+        f"{summary.attempts} candidates, {summary.passed} passed, {summary.failures} failed."
+    )
+    if best is not None:
+        console.print(
+            f"Best: {best.proposal.id} by {best.proposal.agent} "
+            f"({best.proposal.rationale}) speedup {best.speedup:.2f}x over the reference."
+        )
+    else:
+        console.print("No correct candidate was found.")
+    console.print(f"Run dir:   {summary.run_dir.resolve()}  (attempts.jsonl, campaign.json)")
+    console.print(f"Export:    kernelarc export {summary.run_dir} --out exports/")
+    if cfg.tracking.kind == "mlflow":
+        if uri.startswith(("sqlite:", "postgresql:", "mysql:")):
+            console.print(
+                f"MLflow UI: mlflow ui --backend-store-uri {uri}   (then open http://127.0.0.1:5000)"
+            )
+        else:
+            console.print(f"MLflow UI: {uri}")
+
+
+def _flatten(node: Any, prefix: str = "") -> dict[str, str]:
+    """Flatten a config container into dotted keys (MLflow params)."""
+    out: dict[str, str] = {}
+    if isinstance(node, dict):
+        for key, value in node.items():
+            out.update(_flatten(value, f"{prefix}{key}."))
+    else:
+        out[prefix.rstrip(".")] = str(node)
+    return out

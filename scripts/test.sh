@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The README's second command (and what .ci/run calls): lint, type-check and run the tests.
+# Installs first if .venv is missing, so it works in a fresh clone.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -x .venv/bin/kernelarc ] || ./scripts/install.sh
+export MLFLOW_DISABLE_TELEMETRY=true
+echo "[test] ruff"
+.venv/bin/ruff check kernelarc leaderboard conf tests scripts
+.venv/bin/ruff format --check kernelarc leaderboard conf tests scripts
+echo "[test] mypy"
+.venv/bin/mypy
+echo "[test] pytest"
+set +e
+.venv/bin/python -m pytest "$@"
+rc=$?
+set -e
+# pytest exits 5 when no test was collected (e.g. a -k filter matched nothing): not a failure
+# of the code, but say so loudly.
+if [ "$rc" -eq 5 ]; then echo "[test] no tests were collected"; exit 0; fi
+exit "$rc"
