@@ -62,8 +62,11 @@ def _parse(expression: str) -> ast.Expression:
 
 
 def _eval(node: ast.AST, values: Mapping[str, int], expression: str) -> float:
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return node.value  # type: ignore[no-any-return]
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+        if isinstance(node.value, bool):
+            msg = f"axis expression {expression!r} uses a boolean"
+            raise AxisExpressionError(msg)
+        return node.value
     if isinstance(node, ast.Name):
         if node.id not in values:
             msg = f"axis expression {expression!r} uses unknown or unresolved axis {node.id!r}"

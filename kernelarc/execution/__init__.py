@@ -1,0 +1,36 @@
+"""Host side of sandboxes: run a candidate's evaluation out of process and read back traces.
+
+`make_sandbox(kind, **options)` builds one; every sandbox implements `Sandbox.evaluate`, which
+never raises for a candidate's misbehaviour (that is a status in the traces) and raises
+`kernelarc.errors.SandboxError` only when the sandbox itself cannot run.
+"""
+
+from typing import Any, Protocol
+
+from kernelarc.errors import ConfigError
+from kernelarc.execution.local_sandbox import LocalSandbox
+from kernelarc.schema import EvalRequest, EvalResult
+
+__all__ = ["SANDBOX_KINDS", "LocalSandbox", "Sandbox", "make_sandbox"]
+
+SANDBOX_KINDS = ("local",)
+
+
+class Sandbox(Protocol):
+    """Evaluates one request in isolation and returns one trace per requested workload."""
+
+    def evaluate(self, request: EvalRequest, *, timeout_s: float) -> EvalResult:
+        """Run the request; a wall-clock overrun gives TIMEOUT traces, not an exception."""
+        ...
+
+
+def make_sandbox(kind: str, **options: Any) -> Sandbox:
+    """Build a sandbox of `kind` with its options (see the class for each kind's options)."""
+    if kind != "local":
+        msg = f"unknown sandbox kind {kind!r}; valid kinds: {', '.join(SANDBOX_KINDS)}"
+        raise ConfigError(msg)
+    try:
+        return LocalSandbox(**options)
+    except TypeError as exc:
+        msg = f"sandbox kind {kind!r}: bad options {sorted(options)}: {exc}"
+        raise ConfigError(msg) from exc

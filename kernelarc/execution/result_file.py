@@ -1,0 +1,98 @@
+"""Turn whatever the runner left behind into exactly one valid Trace per requested workload.
+
+The runner's traces are trusted only for their evaluation: definition, workload and solution
+are re-taken from the request (so a trace cannot claim a looser tolerance). Workloads without a
+usable trace get a synthesized TIMEOUT or RUNTIME_ERROR trace carrying the reason.
+"""
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from kernelarc.schema import (
+    Environment,
+    EvalRequest,
+    EvalStatus,
+    Evaluation,
+    Trace,
+    utc_now,
+)
+
+logger = logging.getLogger(__name__)
+
+LOG_CAP_BYTES = 64 * 1024
+
+
+def cap_tail(text: str, limit: int = LOG_CAP_BYTES) -> str:
+    """The last `limit` bytes of a text."""
+    data = text.encode("utf-8", errors="replace")
+    if len(data) <= limit:
+        return text
+    return "[... cut ...]\n" + data[-limit:].decode("utf-8", errors="ignore")
+
+
+def read_raw_traces(path: Path) -> tuple[list[Any], str | None]:
+    """The `traces` list of a result file, or ([], why) when it is missing or malformed."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return [], "the runner wrote no result file"
+    except (OSError, ValueError) as exc:
+        return [], f"the result file is unreadable: {exc}"
+    if not isinstance(data, dict) or not isinstance(data.get("traces"), list):
+        return [], "the result file has no `traces` list"
+    return data["traces"], None
+
+
+def _evaluation_of(raw: Any, uuid: str) -> Evaluation | None:
+    try:
+        trace = Trace.model_validate(raw)
+    except ValidationError as exc:
+        logger.warning("runner trace for %s does not validate: %s", uuid, exc)
+        return None
+    if trace.workload.uuid != uuid or trace.evaluation is None:
+        return None
+    return trace.evaluation
+
+
+def assemble_traces(
+    request: EvalRequest,
+    raw_traces: list[Any],
+    *,
+    missing_status: EvalStatus,
+    missing_log: str,
+    notes: list[str],
+) -> list[Trace]:
+    """One trace per requested workload, in order; notes are appended to every log."""
+    evaluations = [
+        _evaluation_of(raw_traces[i], w.uuid) if i < len(raw_traces) else None
+        for i, w in enumerate(request.workloads)
+    ]
+    known = next((e.environment for e in evaluations if e is not None), None)
+    environment = known or Environment(hardware="unknown")
+    note_text = "".join(f"\n[sandbox] {n}" for n in notes)
+    traces: list[Trace] = []
+    for workload, evaluation in zip(request.workloads, evaluations, strict=True):
+        if evaluation is None:
+            evaluation = Evaluation(
+                status=missing_status,
+                environment=environment,
+                timestamp=utc_now(),
+                log=cap_tail(missing_log) + note_text,
+            )
+        elif note_text:
+            data = evaluation.model_dump()
+            data["log"] = evaluation.log + note_text
+            evaluation = Evaluation.model_validate(data)
+        traces.append(
+            Trace(
+                definition=request.definition.name,
+                workload=workload,
+                solution=request.solution.name,
+                evaluation=evaluation,
+            )
+        )
+    return traces

@@ -1,0 +1,254 @@
+"""LocalSandbox end to end: real runner subprocesses on tiny problems, device cpu (and cuda)."""
+
+import contextlib
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from kernelarc.errors import ConfigError, SandboxError
+from kernelarc.execution import LocalSandbox, make_sandbox
+from kernelarc.execution.result_file import LOG_CAP_BYTES
+from kernelarc.problems.files import Problem, load_problem
+from kernelarc.schema import (
+    Definition,
+    EvalRequest,
+    EvalResult,
+    EvalStatus,
+    Solution,
+    TimingConfig,
+)
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+KERNELS = SAMPLES / "kernels"
+TIMEOUT_S = 180.0
+
+# kernel file -> (destination passing style, expected status of every workload)
+HOSTILE: dict[str, tuple[bool, EvalStatus]] = {
+    "add_wrong": (False, EvalStatus.INCORRECT_NUMERICAL),
+    "add_wrong_shape": (False, EvalStatus.INCORRECT_SHAPE),
+    "add_wrong_dtype": (False, EvalStatus.INCORRECT_DTYPE),
+    "add_raises": (False, EvalStatus.RUNTIME_ERROR),
+    "add_exit": (False, EvalStatus.RUNTIME_ERROR),
+    "add_zeros": (False, EvalStatus.INCORRECT_NUMERICAL),
+    "add_subclass": (False, EvalStatus.REWARD_HACK),
+    "add_corrupt_result": (False, EvalStatus.RUNTIME_ERROR),
+    "add_spam": (False, EvalStatus.PASSED),
+    "add_env_probe": (False, EvalStatus.PASSED),
+    "add_dps": (True, EvalStatus.PASSED),
+    "add_return": (False, EvalStatus.PASSED),
+    "add_triton": (True, EvalStatus.PASSED),
+}
+
+
+def problem(name: str) -> Problem:
+    return load_problem(SAMPLES / "problems" / name)
+
+
+def solution(kernel: str, definition: str, *, dps: bool) -> Solution:
+    source = (KERNELS / f"{kernel}.py").read_text()
+    language = "triton" if "triton" in kernel else "pytorch"
+    return Solution.model_validate(
+        {
+            "name": kernel,
+            "definition": definition,
+            "author": "tests",
+            "spec": {
+                "languages": [language],
+                "target_hardware": ["LOCAL"],
+                "entry_point": f"{kernel}.py::run",
+                "destination_passing_style": dps,
+            },
+            "sources": [{"path": f"{kernel}.py", "content": source}],
+        }
+    )
+
+
+def request(
+    prob: Problem,
+    kernel: str,
+    *,
+    dps: bool,
+    device: str = "cpu",
+    definition: Definition | None = None,
+) -> EvalRequest:
+    definition = definition or prob.definition
+    return EvalRequest(
+        definition=definition,
+        workloads=list(prob.workloads),
+        solution=solution(kernel, definition.name, dps=dps),
+        device=device,  # type: ignore[arg-type]
+        correctness_rounds=2,
+        timing=TimingConfig(warmup=1, iterations=3),
+        problem_dir=str(prob.path),
+    )
+
+
+def statuses(result: EvalResult) -> set[EvalStatus]:
+    return {t.evaluation.status for t in result.traces if t.evaluation is not None}
+
+
+@pytest.fixture(scope="module")
+def hostile_results() -> dict[str, EvalResult]:
+    """Every table case evaluated once, several sandboxes at a time (as a campaign would)."""
+    prob = problem("vector_add")
+    sandbox = LocalSandbox(extra_env={"KERNELARC_PROBE": "visible", "PROBE_API_KEY": "leak"})
+    os.environ["KERNELARC_TEST_SECRET_TOKEN"] = "must-not-leak"
+    try:
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            futures = {
+                name: pool.submit(
+                    sandbox.evaluate, request(prob, name, dps=dps), timeout_s=TIMEOUT_S
+                )
+                for name, (dps, _) in HOSTILE.items()
+            }
+            return {name: future.result() for name, future in futures.items()}
+    finally:
+        del os.environ["KERNELARC_TEST_SECRET_TOKEN"]
+
+
+@pytest.mark.parametrize("kernel", sorted(HOSTILE))
+def test_kernel_table_gives_expected_status(
+    hostile_results: dict[str, EvalResult], kernel: str
+) -> None:
+    result = hostile_results[kernel]
+    expected = HOSTILE[kernel][1]
+    logs = [t.evaluation.log for t in result.traces if t.evaluation is not None]
+    assert statuses(result) == {expected}, logs
+    assert [t.workload.uuid for t in result.traces] == ["add-n16", "add-n1000"]
+    assert all(t.solution == kernel and t.definition == "vector_add_f32" for t in result.traces)
+    assert result.sandbox == "local"
+    assert result.wall_s > 0
+
+
+def test_passed_traces_carry_cpu_timing(hostile_results: dict[str, EvalResult]) -> None:
+    for kernel in ("add_dps", "add_return", "add_triton"):
+        for trace in hostile_results[kernel].traces:
+            assert trace.evaluation is not None
+            perf = trace.evaluation.performance
+            assert perf is not None
+            assert perf.timing_method == "cpu_monotonic"
+            assert perf.latency_ms > 0
+            assert perf.reference_latency_ms > 0
+            assert trace.evaluation.environment.hardware != "unknown"
+            assert "torch" in trace.evaluation.environment.libs
+
+
+def test_failure_logs_explain_the_failure(hostile_results: dict[str, EvalResult]) -> None:
+    def first_log(kernel: str) -> str:
+        evaluation = hostile_results[kernel].traces[0].evaluation
+        assert evaluation is not None
+        return evaluation.log
+
+    assert "kernel exploded on purpose" in first_log("add_raises")
+    assert "code 3" in first_log("add_exit")
+    assert "shape" in first_log("add_wrong_shape")
+    assert "all zeros" in first_log("add_zeros")
+    assert "unreadable" in first_log("add_corrupt_result")
+    numerical = hostile_results["add_wrong"].traces[0].evaluation
+    assert numerical is not None and numerical.correctness is not None
+    assert numerical.correctness.max_absolute_error == pytest.approx(0.5, rel=1e-3)
+
+
+def test_stdout_spam_is_capped(hostile_results: dict[str, EvalResult]) -> None:
+    result = hostile_results["add_spam"]
+    assert len(result.stderr_tail.encode()) <= LOG_CAP_BYTES + 1024
+    assert "spam" in result.stderr_tail
+
+
+def test_broken_reference_is_invalid_reference() -> None:
+    prob = problem("vector_add")
+    data = prob.definition.model_dump()
+    data["reference"] = "def run(x, y):\n    raise ValueError('reference is broken')\n"
+    broken = Definition.model_validate(data)
+    result = LocalSandbox().evaluate(
+        request(prob, "add_return", dps=False, definition=broken), timeout_s=TIMEOUT_S
+    )
+    assert statuses(result) == {EvalStatus.INVALID_REFERENCE}
+    assert result.traces[0].evaluation is not None
+    assert "reference is broken" in result.traces[0].evaluation.log
+
+
+@pytest.mark.parametrize(("kernel", "dps"), [("axpby_return", False), ("axpby_dps", True)])
+def test_dict_reference_scalar_input_and_expr_axis_pass(kernel: str, dps: bool) -> None:
+    result = LocalSandbox().evaluate(
+        request(problem("axpby_pair"), kernel, dps=dps), timeout_s=TIMEOUT_S
+    )
+    logs = [t.evaluation.log for t in result.traces if t.evaluation is not None]
+    assert statuses(result) == {EvalStatus.PASSED}, logs
+
+
+def _marked_pids(marker: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in environ:
+            pids.append(int(entry.name))
+    return pids
+
+
+def test_endless_loop_times_out_and_leaves_no_process() -> None:
+    marker = f"KERNELARC_TEST_MARK=endless-{os.getpid()}-{time.monotonic_ns()}"
+    name, value = marker.split("=")
+    sandbox = LocalSandbox(extra_env={name: value})
+    req = request(problem("vector_add"), "add_endless", dps=False)
+    seen: dict[int, int] = {}  # pid -> pgid, of the runner and its background child
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            for pid in _marked_pids(marker):
+                with contextlib.suppress(ProcessLookupError):
+                    seen.setdefault(pid, os.getpgid(pid))
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        result = sandbox.evaluate(req, timeout_s=12.0)
+    finally:
+        done.set()
+        watcher.join()
+    assert statuses(result) == {EvalStatus.TIMEOUT}
+    evaluation = result.traces[0].evaluation
+    assert evaluation is not None and "timed out" in evaluation.log
+    assert len(seen) >= 2, "the runner and its child should have been observed"
+    assert _marked_pids(marker) == []
+    for pgid in set(seen.values()):
+        with pytest.raises(ProcessLookupError):
+            os.killpg(pgid, 0)
+
+
+def test_missing_python_raises_sandbox_error() -> None:
+    sandbox = LocalSandbox(python="/nonexistent/python3")
+    with pytest.raises(SandboxError, match="does not exist"):
+        sandbox.evaluate(request(problem("vector_add"), "add_return", dps=False), timeout_s=5)
+
+
+def test_make_sandbox_builds_local_and_rejects_unknown_kinds() -> None:
+    assert isinstance(make_sandbox("local", gpu=0, memory_limit_gb=8.0), LocalSandbox)
+    with pytest.raises(ConfigError, match="valid kinds: local"):
+        make_sandbox("docker")
+    with pytest.raises(ConfigError, match="bad options"):
+        make_sandbox("local", no_such_option=1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("kernel", "dps"), [("add_return", False), ("add_triton", True)])
+def test_gpu_solutions_pass_with_cuda_events(kernel: str, dps: bool) -> None:
+    req = request(problem("vector_add"), kernel, dps=dps, device="cuda")
+    result = LocalSandbox().evaluate(req, timeout_s=TIMEOUT_S)
+    logs = [t.evaluation.log for t in result.traces if t.evaluation is not None]
+    assert statuses(result) == {EvalStatus.PASSED}, logs
+    for trace in result.traces:
+        assert trace.evaluation is not None and trace.evaluation.performance is not None
+        assert trace.evaluation.performance.timing_method == "cuda_events"
+        assert "cuda" in trace.evaluation.environment.libs

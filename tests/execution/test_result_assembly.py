@@ -1,0 +1,120 @@
+"""Host-side trace assembly and the scrubbed environment, in process (no subprocess)."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from kernelarc.execution.process_limits import ResourceLimits, scrubbed_env
+from kernelarc.execution.result_file import assemble_traces, read_raw_traces
+from kernelarc.problems.files import load_problem
+from kernelarc.schema import EvalRequest, EvalStatus, Solution
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+
+
+def make_request() -> EvalRequest:
+    prob = load_problem(SAMPLES / "problems" / "vector_add")
+    sol = Solution.model_validate(
+        {
+            "name": "s",
+            "definition": prob.name,
+            "author": "tests",
+            "spec": {
+                "languages": ["pytorch"],
+                "target_hardware": ["LOCAL"],
+                "entry_point": "k.py::run",
+            },
+            "sources": [{"path": "k.py", "content": "def run(x, y, out):\n    pass\n"}],
+        }
+    )
+    return EvalRequest(definition=prob.definition, workloads=list(prob.workloads), solution=sol)
+
+
+def runner_trace(request: EvalRequest, index: int, **workload_changes: object) -> dict[str, object]:
+    workload = request.workloads[index].model_dump(mode="json") | workload_changes
+    return {
+        "definition": "forged-name",
+        "workload": workload,
+        "solution": "forged",
+        "evaluation": {
+            "status": "RUNTIME_ERROR",
+            "environment": {"hardware": "Test CPU", "libs": {}},
+            "timestamp": "2026-01-01T00:00:00+00:00",
+            "log": "from runner",
+        },
+    }
+
+
+def test_partial_results_are_completed_and_identity_comes_from_the_request() -> None:
+    request = make_request()
+    loose = runner_trace(request, 0, tolerance={"max_atol": 100.0})
+    traces = assemble_traces(
+        request,
+        [loose],
+        missing_status=EvalStatus.TIMEOUT,
+        missing_log="timed out",
+        notes=["no network isolation"],
+    )
+    assert [t.workload.uuid for t in traces] == ["add-n16", "add-n1000"]
+    first, second = (t.evaluation for t in traces)
+    assert first is not None and second is not None
+    assert traces[0].workload.tolerance.max_atol == 0.01  # the request's, not the runner's
+    assert traces[0].definition == "vector_add_f32" and traces[0].solution == "s"
+    assert first.log.startswith("from runner") and "no network isolation" in first.log
+    assert second.status == EvalStatus.TIMEOUT
+    assert second.environment.hardware == "Test CPU"
+    assert "timed out" in second.log and "no network isolation" in second.log
+
+
+def test_out_of_order_or_invalid_traces_are_replaced() -> None:
+    request = make_request()
+    swapped = [runner_trace(request, 1), {"not": "a trace"}]
+    traces = assemble_traces(
+        request, swapped, missing_status=EvalStatus.RUNTIME_ERROR, missing_log="gone", notes=[]
+    )
+    assert [t.evaluation.log for t in traces if t.evaluation] == ["gone", "gone"]
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [(None, "no result file"), ("{", "unreadable"), ('{"traces": 3}', "no `traces` list")],
+)
+def test_bad_result_files_give_a_reason(tmp_path: Path, content: str | None, problem: str) -> None:
+    path = tmp_path / "result.json"
+    if content is not None:
+        path.write_text(content)
+    raw, why = read_raw_traces(path)
+    assert raw == [] and why is not None and problem in why
+    path.write_text(json.dumps({"traces": [1]}))
+    assert read_raw_traces(path) == ([1], None)
+
+
+def test_scrubbed_env_is_an_allowlist_without_secrets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-nope")
+    monkeypatch.setenv("SOME_RANDOM_VAR", "x")
+    env = scrubbed_env(
+        workdir=tmp_path,
+        cache_dir=tmp_path / "c",
+        device="cuda",
+        gpu=3,
+        extra={"HF_TOKEN": "nope", "OK_VAR": "yes"},
+    )
+    assert "OPENAI_API_KEY" not in env and "HF_TOKEN" not in env
+    assert "SOME_RANDOM_VAR" not in env
+    assert env["OK_VAR"] == "yes"
+    assert env["HOME"] == env["TMPDIR"] == str(tmp_path)
+    assert env["CUDA_VISIBLE_DEVICES"] == "3"
+    assert env["TRITON_CACHE_DIR"].startswith(str(tmp_path))
+    assert (Path(env["PYTHONPATH"].split(os.pathsep)[0]) / "kernelarc").is_dir()
+    cpu_env = scrubbed_env(workdir=tmp_path, cache_dir=tmp_path, device="cpu", gpu=3)
+    assert cpu_env["CUDA_VISIBLE_DEVICES"] == ""
+
+
+def test_limits_are_clamped_to_hard_limits() -> None:
+    table = dict(ResourceLimits(address_space_bytes=None, cpu_seconds=10).table())
+    assert len(table) == 5
+    assert all(value >= 0 for value in table.values())
