@@ -1,0 +1,182 @@
+"""Fixtures for tracking tests: hand-built Attempts and a real `mlflow server`."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from kernelarc.schema import (
+    Attempt,
+    BuildSpec,
+    Correctness,
+    Environment,
+    EvalStatus,
+    Evaluation,
+    Performance,
+    Proposal,
+    Solution,
+    SourceFile,
+    Trace,
+    Verdict,
+    Workload,
+    proposal_id_for,
+)
+
+MakeAttempt = Callable[..., Attempt]
+
+
+def _trace(problem: str, solution: str, status: EvalStatus, speedup: float) -> Trace:
+    passed = status == EvalStatus.PASSED
+    with_correctness = status in (EvalStatus.PASSED, EvalStatus.INCORRECT_NUMERICAL)
+    return Trace(
+        definition=problem,
+        solution=solution,
+        workload=Workload(uuid="w-0", axes={"N": 8}),
+        evaluation=Evaluation(
+            status=status,
+            environment=Environment(hardware="cpu", libs={"torch": "2.13.0"}),
+            timestamp="2026-12-02T10:00:00+00:00",
+            log="" if passed else "boom",
+            correctness=Correctness(max_absolute_error=1e-6) if with_correctness else None,
+            performance=(
+                Performance(latency_ms=1.0, reference_latency_ms=speedup, speedup_factor=speedup)
+                if passed
+                else None
+            ),
+        ),
+    )
+
+
+def build_attempt(
+    index: int,
+    *,
+    agent: str = "tiler",
+    strategy: str = "tiling",
+    problem: str = "axpby_h1024",
+    status: EvalStatus | str = EvalStatus.PASSED,
+    speedup: float | None = 1.5,
+    latency_ms: float | None = 0.25,
+    variant: str = "",
+    extra_sources: dict[str, str] | None = None,
+) -> Attempt:
+    """A small valid Attempt; `variant` changes the source so the proposal id differs."""
+    body = f"def run(x, y):\n    return x + y  # {variant or index}\n"
+    sources = [SourceFile(path="kernel.py", content=body)]
+    sources += [SourceFile(path=p, content=c) for p, c in (extra_sources or {}).items()]
+    solution = Solution(
+        name=f"{problem}_{agent}_{index}",
+        definition=problem,
+        author=agent,
+        spec=BuildSpec(
+            languages=["pytorch"],
+            target_hardware=["LOCAL"],
+            entry_point="kernel.py::run",
+            destination_passing_style=False,
+        ),
+        sources=sources,
+    )
+    passed = status == EvalStatus.PASSED
+    traces = (
+        []
+        if status == "INFRA_ERROR"
+        else [_trace(problem, solution.name, EvalStatus(status), speedup or 1.0)]
+    )
+    return Attempt(
+        index=index,
+        problem=problem,
+        proposal=Proposal(
+            id=proposal_id_for(solution), agent=agent, strategy=strategy, solution=solution
+        ),
+        status=status,
+        traces=traces,
+        speedup=speedup if passed else None,
+        latency_ms=latency_ms if passed else None,
+        verdict=Verdict.CORRECT if passed else Verdict.FAILED,
+        started_at="2026-12-02T10:00:00+00:00",
+        finished_at="2026-12-02T10:00:01+00:00",
+        wall_s=1.0,
+        stderr_tail="" if passed else "Traceback: boom",
+    )
+
+
+@pytest.fixture
+def make_attempt() -> MakeAttempt:
+    """Factory of small valid Attempts (see build_attempt)."""
+    return build_attempt
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real `mlflow server` on 127.0.0.1 (1 worker, no job runner); yields its URI."""
+    root = tmp_path_factory.mktemp("mlflow_server")
+    port = _free_port()
+    mlflow_bin = Path(sys.executable).parent / "mlflow"
+    env = {
+        **os.environ,
+        "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
+        "MLFLOW_DISABLE_TELEMETRY": "true",
+    }
+    log = (root / "server.log").open("wb")
+    proc = subprocess.Popen(
+        [
+            str(mlflow_bin),
+            "server",
+            "--workers",
+            "1",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--backend-store-uri",
+            f"sqlite:///{root}/mlflow.db",
+            "--artifacts-destination",
+            str(root / "artifacts"),
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    uri = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(uri, proc, root / "server.log", timeout_s=90)
+        yield uri
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        log.close()
+
+
+def _wait_healthy(uri: str, proc: "subprocess.Popen[bytes]", log: Path, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"mlflow server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{uri}/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.5)
+    pytest.fail(f"mlflow server not healthy after {timeout_s} s:\n{log.read_text()[-3000:]}")
