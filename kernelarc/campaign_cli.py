@@ -1,6 +1,8 @@
 """`kernelarc campaign`: the Hydra app that composes conf/ and runs one campaign per job."""
 
+import importlib.util
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,13 @@ logger = logging.getLogger(__name__)
 ConfigStore.instance().store(name="campaign_schema", node=CampaignConfig)
 
 
+def _config_path() -> str:
+    """`pkg://kernelarc.conf` when installed; the checkout's conf/ when run from source."""
+    if importlib.util.find_spec("kernelarc.conf") is not None:
+        return "pkg://kernelarc.conf"
+    return str(Path(__file__).resolve().parents[1] / "conf")
+
+
 def run_hydra_campaign(args: list[str]) -> int:
     """Run the Hydra app with `args` as its command line; return the exit status."""
     saved = sys.argv
@@ -36,7 +45,7 @@ def run_hydra_campaign(args: list[str]) -> int:
     return 0
 
 
-@hydra.main(version_base="1.3", config_path="pkg://kernelarc.conf", config_name="campaign")
+@hydra.main(version_base="1.3", config_path=_config_path(), config_name="campaign")
 def _hydra_main(dict_cfg: DictConfig) -> float | None:
     try:
         cfg = OmegaConf.to_object(dict_cfg)
@@ -58,6 +67,9 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
     config_yaml = OmegaConf.to_yaml(dict_cfg, resolve=True)
     (run_dir / "config.yaml").write_text(config_yaml, encoding="utf-8")
     uri = cfg.tracking.uri or default_tracking_uri()
+    # A dead tracking server must cost seconds, not minutes of retries (attempts.jsonl has all).
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
     tracker = make_tracker(
         cfg.tracking.kind, tracking_uri=uri, experiment=cfg.tracking.experiment or cfg.name
     )
@@ -68,7 +80,7 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
         config_yaml=config_yaml,
     )
     console = Console(stderr=True)
-    status = "FAILED"
+    status, summary_metrics = "FAILED", {}
     try:
         with _progress(console) as progress:
             task = progress.add_task("campaign", total=cfg.budget.candidates, best="-", fails=0)
@@ -81,9 +93,18 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
 
             summary = run_campaign(cfg, run_dir, tracker, on_attempt)
         status = summary.status
+        summary_metrics = {
+            "campaign/attempts": float(summary.attempts),
+            "campaign/passed": float(summary.passed),
+        }
+        if summary.best is not None and summary.best.speedup is not None:
+            summary_metrics["campaign/final_best_speedup"] = summary.best.speedup
+    except KeyboardInterrupt:
+        status = "KILLED"
+        raise
     finally:
-        tracker.finish(status, {})
-    _print_summary(console, cfg, summary, uri)
+        tracker.finish(status, summary_metrics)
+    _print_summary(console, cfg, summary, tracker.ui_hint())
     return summary.best.speedup if summary.best else None
 
 
@@ -100,7 +121,7 @@ def _progress(console: Console) -> Progress:
 
 
 def _print_summary(
-    console: Console, cfg: CampaignConfig, summary: CampaignSummary, uri: str
+    console: Console, cfg: CampaignConfig, summary: CampaignSummary, ui_hint: str | None
 ) -> None:
     best = summary.best
     console.print(
@@ -116,13 +137,8 @@ def _print_summary(
         console.print("No correct candidate was found.")
     console.print(f"Run dir:   {summary.run_dir.resolve()}  (attempts.jsonl, campaign.json)")
     console.print(f"Export:    kernelarc export {summary.run_dir} --out exports/")
-    if cfg.tracking.kind == "mlflow":
-        if uri.startswith(("sqlite:", "postgresql:", "mysql:")):
-            console.print(
-                f"MLflow UI: mlflow ui --backend-store-uri {uri}   (then open http://127.0.0.1:5000)"
-            )
-        else:
-            console.print(f"MLflow UI: {uri}")
+    if ui_hint:
+        console.print(f"MLflow UI: {ui_hint}  (experiment {cfg.tracking.experiment or cfg.name!r})")
 
 
 def _flatten(node: Any, prefix: str = "") -> dict[str, str]:

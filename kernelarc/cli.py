@@ -148,7 +148,7 @@ def _cmd_eval(ns: argparse.Namespace) -> int:
         timing=TimingConfig(warmup=warmup, iterations=iterations),
         problem_dir=str(problem.path.resolve()),
     )
-    result = make_sandbox("local", device=device).evaluate(request, timeout_s=ns.timeout)
+    result = make_sandbox("local").evaluate(request, timeout_s=ns.timeout)
     lines = [t.model_dump_json() for t in result.traces]
     if ns.output is not None:
         ns.output.parent.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from kernelarc.agents import Agent, AgentContext, make_team
 from kernelarc.campaign.device import resolve_device
@@ -93,7 +94,6 @@ def run_campaign(
     team = make_team(list(cfg.agents.team), cfg.seed)
     sandbox = make_sandbox(
         cfg.sandbox.kind,
-        device=device,
         gpu=cfg.sandbox.gpu,
         memory_limit_gb=cfg.sandbox.memory_limit_gb,
         network=cfg.sandbox.network,
@@ -195,7 +195,7 @@ class _AgentWorker:
                 own = tuple(a for a in self.state.attempts if a.proposal.agent == agent.name)
                 ctx = AgentContext(
                     problem=self.problem,
-                    device=self.device,
+                    device="cuda" if self.device == "cuda" else "cpu",
                     attempts=own,
                     seen_ids=frozenset(self.state.seen_ids),
                 )
@@ -253,7 +253,8 @@ class _AgentWorker:
         if result is not None:
             score = score_traces(result.traces)
             verdict = judge(score, state.best_speedup)
-            traces, stderr_tail, status = result.traces, result.stderr_tail, score.status
+            traces, stderr_tail = result.traces, result.stderr_tail
+            status: EvalStatus | Literal["INFRA_ERROR"] = score.status
             state.infra_failures_in_a_row = 0
         else:
             score, verdict, traces, stderr_tail = None, Verdict.INFRA_ERROR, [], ""

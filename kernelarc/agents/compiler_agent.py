@@ -1,0 +1,125 @@
+"""The compiler agent: the reference itself, then torch.compile variants of it.
+
+Place in the flow: a member of the team built by `make_team`; the campaign loop calls `propose`
+until it returns None. It works for any definition because it only rewraps the reference source:
+first the eager reference as-is (the baseline every other candidate is compared with), then the
+reference wrapped in `torch.compile` with different modes. The order is fixed (cheap compiles
+first; a cold CPU compile costs ~10-30 s per fresh process because Inductor builds C++).
+"""
+
+import logging
+from dataclasses import dataclass
+
+from kernelarc.agents.context import AgentContext
+from kernelarc.agents.proposals import build_proposal
+from kernelarc.schema import Definition, Language, Proposal
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CompileVariant:
+    """One torch.compile setting (or none: the eager reference)."""
+
+    tag: str
+    """Short name used in the solution name and knobs."""
+    compiled: bool = True
+    """False: the reference as-is."""
+    mode: str | None = None
+    """torch.compile mode (None = default)."""
+    dynamic: bool | None = None
+    """torch.compile dynamic (None = automatic)."""
+    fullgraph: bool = False
+    """torch.compile fullgraph."""
+    cuda_only: bool = False
+    """Offered only when the device is CUDA (CUDA graphs)."""
+
+    def knobs(self) -> dict[str, str | int | float | bool]:
+        """The variant as proposal knobs."""
+        if not self.compiled:
+            return {"variant": self.tag, "compiled": False}
+        return {
+            "variant": self.tag,
+            "compiled": True,
+            "mode": self.mode or "default",
+            "dynamic": "auto" if self.dynamic is None else self.dynamic,
+            "fullgraph": self.fullgraph,
+        }
+
+    def call_args(self) -> str:
+        """Keyword arguments of the torch.compile call, as source text."""
+        args = []
+        if self.mode is not None:
+            args.append(f"mode={self.mode!r}")
+        if self.dynamic is not None:
+            args.append(f"dynamic={self.dynamic}")
+        if self.fullgraph:
+            args.append("fullgraph=True")
+        return ", ".join(args)
+
+
+VARIANTS: tuple[CompileVariant, ...] = (
+    CompileVariant("eager", compiled=False),
+    CompileVariant("compile-default"),
+    CompileVariant("compile-dynamic", dynamic=True),
+    CompileVariant("compile-static-fullgraph", dynamic=False, fullgraph=True),
+    CompileVariant("compile-max-autotune-no-cudagraphs", mode="max-autotune-no-cudagraphs"),
+    CompileVariant("compile-max-autotune", mode="max-autotune", cuda_only=True),
+    CompileVariant("compile-reduce-overhead", mode="reduce-overhead", cuda_only=True),
+)
+
+
+def render_compiled_source(definition: Definition, variant: CompileVariant) -> str:
+    """The reference followed by a `run` with the same parameters that calls its compiled form."""
+    if not variant.compiled:
+        return definition.reference
+    params = ", ".join(definition.inputs)
+    return (
+        f"{definition.reference.rstrip()}\n\n\n"
+        f"# KernelArc compiler agent: the reference `run` above under torch.compile("
+        f"{variant.call_args()}).\n"
+        "import torch as _kernelarc_torch\n\n"
+        "_reference_run = run\n"
+        f"_compiled_run = _kernelarc_torch.compile(_reference_run"
+        f"{', ' if variant.call_args() else ''}{variant.call_args()})\n\n\n"
+        f"def run({params}):\n"
+        f"    return _compiled_run({params})\n"
+    )
+
+
+class CompilerAgent:
+    """Proposes the eager reference, then torch.compile variants of it, in a fixed order."""
+
+    strategy = "compiler"
+
+    def __init__(self, name: str = "compiler", seed: int = 0) -> None:
+        self.name = name
+        self.seed = seed
+        self._issued: set[str] = set()
+
+    def variants_for(self, device: str) -> list[CompileVariant]:
+        """The variants offered on a device, in proposal order."""
+        return [v for v in VARIANTS if device == "cuda" or not v.cuda_only]
+
+    def propose(self, ctx: AgentContext) -> Proposal | None:
+        """The first variant not yet proposed or evaluated, or None when all were."""
+        skip = ctx.seen_ids | self._issued | {a.proposal.id for a in ctx.attempts}
+        definition = ctx.problem.definition
+        for variant in self.variants_for(ctx.device):
+            what = "the reference as-is" if not variant.compiled else "torch.compile"
+            proposal = build_proposal(
+                problem=definition.name,
+                agent=self.name,
+                strategy=self.strategy,
+                language=Language.PYTORCH,
+                source=render_compiled_source(definition, variant),
+                tag=variant.tag,
+                knobs=variant.knobs(),
+                rationale=f"{what} ({variant.tag}): a baseline any kernel must beat",
+            )
+            if proposal.id in skip:
+                continue
+            self._issued.add(proposal.id)
+            return proposal
+        logger.debug("%s: no new compile variant for %s", self.name, definition.name)
+        return None

@@ -1,0 +1,1 @@
+"""Problems: SOL-ExecBench problem dirs on disk and the built-in problem set."""

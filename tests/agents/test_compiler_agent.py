@@ -1,0 +1,77 @@
+"""The compiler agent: variant order, records, dedupe, and that its candidates are correct."""
+
+import ast
+from pathlib import Path
+
+import pytest
+from agent_checks import case_for, check_entry, run_checker, smallest_workload
+
+from kernelarc.agents import AgentContext, CompilerAgent
+from kernelarc.agents.compiler_agent import VARIANTS
+from kernelarc.problems.builtin_set import builtin_names, resolve_problem
+from kernelarc.schema import Language
+
+NAMES = builtin_names()
+
+
+def _all(agent: CompilerAgent, ctx: AgentContext) -> list:
+    out = []
+    while (proposal := agent.propose(ctx)) is not None:
+        out.append(proposal)
+    return out
+
+
+def test_eager_first_then_compile_variants_cpu_and_cuda() -> None:
+    problem = resolve_problem("rmsnorm")
+    cpu = _all(CompilerAgent(), AgentContext(problem=problem, device="cpu"))
+    cuda = _all(CompilerAgent(), AgentContext(problem=problem, device="cuda"))
+    assert [p.knobs["variant"] for p in cpu] == [v.tag for v in VARIANTS if not v.cuda_only]
+    assert [p.knobs["variant"] for p in cuda] == [v.tag for v in VARIANTS]
+    assert {"max-autotune", "reduce-overhead"} <= {p.knobs.get("mode") for p in cuda}
+    assert cpu[0].solution.sources[0].content == problem.definition.reference
+    assert cpu[0].knobs == {"variant": "eager", "compiled": False}
+    assert len({p.id for p in cuda}) == len(cuda)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_variant_is_a_valid_return_style_solution(name: str) -> None:
+    problem = resolve_problem(name)
+    for proposal in _all(CompilerAgent(), AgentContext(problem=problem, device="cuda")):
+        solution = proposal.solution
+        assert proposal.strategy == "compiler" and solution.author == "compiler"
+        assert solution.spec.languages == [Language.PYTORCH]
+        assert solution.spec.destination_passing_style is False
+        assert solution.name == f"{name}-compiler-{proposal.knobs['variant']}"
+        tree = ast.parse(solution.sources[0].content)
+        runs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "run"]
+        assert [a.arg for a in runs[-1].args.args] == list(problem.definition.inputs)
+
+
+def test_seen_ids_and_own_attempts_are_skipped() -> None:
+    problem = resolve_problem("softmax")
+    ids = [p.id for p in _all(CompilerAgent(), AgentContext(problem=problem))]
+    proposal = CompilerAgent().propose(AgentContext(problem=problem, seen_ids=frozenset(ids[:1])))
+    assert proposal is not None and proposal.id == ids[1]
+    assert CompilerAgent().propose(AgentContext(problem=problem, seen_ids=frozenset(ids))) is None
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_eager_variant_matches_the_reference(cpu_results: dict[str, dict], name: str) -> None:
+    result = cpu_results[f"{name}/eager"]
+    assert result["ok"], result["detail"]
+
+
+def test_the_checker_rejects_a_wrong_candidate(cpu_results: dict[str, dict]) -> None:
+    result = cpu_results["softmax/wrong"]
+    assert not result["ok"] and "matched ratio" in result["detail"]
+
+
+@pytest.mark.slow
+def test_compile_variants_match_the_reference_on_cpu(tmp_path: Path) -> None:
+    problem = resolve_problem("rmsnorm")
+    cases = [case_for(problem, smallest_workload(problem))]
+    proposals = _all(CompilerAgent(), AgentContext(problem=problem, device="cpu"))[1:]
+    checks = [check_entry(p.knobs["variant"], problem, p, cases) for p in proposals]
+    results = run_checker(checks, "cpu", tmp_path, interpret=False, timeout=600)
+    failed = {label: r["detail"] for label, r in results.items() if not r["ok"]}
+    assert not failed
