@@ -70,9 +70,10 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
     # A dead tracking server must cost seconds, not minutes of retries (attempts.jsonl has all).
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
-    tracker = make_tracker(
-        cfg.tracking.kind, tracking_uri=uri, experiment=cfg.tracking.experiment or cfg.name
-    )
+    options: dict[str, Any] = {}
+    if cfg.tracking.kind == "mlflow":
+        options = {"tracking_uri": uri, "experiment": cfg.tracking.experiment or cfg.name}
+    tracker = make_tracker(cfg.tracking.kind, **options)
     tracker.start_campaign(
         name=cfg.name,
         params=_flatten(OmegaConf.to_container(dict_cfg, resolve=True)),

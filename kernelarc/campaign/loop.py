@@ -113,7 +113,12 @@ def run_campaign(
     write_campaign_record(run_dir, record)
     log = AttemptLog(run_dir / "attempts.jsonl")
     state = CampaignState(budget=cfg.budget.candidates)
-    slots = threading.BoundedSemaphore(cfg.budget.max_parallel)
+    # Timed evaluations must never share a GPU: one slot per device on CUDA. On the CPU the
+    # timings are only labelled smoke signals, so evaluations may overlap.
+    parallel = 1 if device == "cuda" else cfg.budget.max_parallel
+    if parallel < cfg.budget.max_parallel:
+        logger.info("device cuda: evaluations run one at a time so timings do not interfere")
+    slots = threading.BoundedSemaphore(parallel)
     for agent in team:
         tracker.start_agent(agent.name, agent.strategy)
     worker = _AgentWorker(cfg, problem, device, sandbox, state, slots, log, tracker, on_attempt)

@@ -165,10 +165,10 @@ class LocalSandbox:
             sandbox_notes=notes,
         )
 
-    def _command(self, notes: list[str], trace_notes: list[str]) -> list[str]:
+    def _command(self, device: str, notes: list[str], trace_notes: list[str]) -> list[str]:
         prefix: tuple[str, ...] = ()
         if not self.network:
-            isolation = probe_isolation()
+            isolation = probe_isolation(pid_namespace=device != "cuda")
             prefix = isolation.prefix
             if isolation.note:
                 notes.append(isolation.note)
@@ -193,7 +193,7 @@ class LocalSandbox:
             gpu=self.gpu,
             extra=self.extra_env,
         )
-        command = self._command(notes, trace_notes)
+        command = self._command(request.device, notes, trace_notes)
         out_path, err_path = workdir / "stdout.log", workdir / "stderr.log"
         with out_path.open("wb") as out, err_path.open("wb") as err:
             try:

@@ -3,6 +3,8 @@
 Probed once per process and cached. Preferred is a new network and PID namespace
 (`unshare -n -p -f --kill-child`): killing the sandbox then also ends processes that left the
 process group with setsid. Fallback is a network namespace alone, then nothing (with a note).
+CUDA evaluations skip the PID namespace: on the H200 host, cudaGetDeviceCount fails with
+error 304 ("OS call failed") inside `unshare -p -f`, while `unshare -n` alone works.
 """
 
 import functools
@@ -28,13 +30,20 @@ class Isolation:
     network_isolated: bool
 
 
+_NO_PID_ON_CUDA = "no PID namespace: CUDA does not initialise inside one (`unshare -p`)"
+
+
 @functools.cache
-def probe_isolation() -> Isolation:
-    """The strongest working `unshare` prefix here (cached for the process)."""
+def probe_isolation(pid_namespace: bool = True) -> Isolation:
+    """The strongest working `unshare` prefix here (cached for the process).
+
+    Args:
+        pid_namespace: also try a new PID namespace (False for CUDA evaluations).
+    """
     unshare = shutil.which("unshare")
     if unshare is None:
         return Isolation((), "no network isolation: `unshare` is not installed", False)
-    for flags in _CANDIDATES:
+    for flags in _CANDIDATES if pid_namespace else _CANDIDATES[1:]:
         cmd = (unshare, *flags)
         try:
             done = subprocess.run([*cmd, "true"], capture_output=True, timeout=10, check=False)
@@ -42,7 +51,12 @@ def probe_isolation() -> Isolation:
             logger.info("isolation probe %s failed: %s", cmd, exc)
             continue
         if done.returncode == 0:
-            note = None if "-p" in flags else "no PID namespace: `unshare -p` is not permitted"
+            if "-p" in flags:
+                note = None
+            elif pid_namespace:
+                note = "no PID namespace: `unshare -p` is not permitted"
+            else:
+                note = _NO_PID_ON_CUDA
             return Isolation(cmd, note, True)
         logger.info("isolation probe %s: rc %s %s", cmd, done.returncode, done.stderr[-200:])
     return Isolation((), "no network isolation: `unshare -n` is not permitted here", False)

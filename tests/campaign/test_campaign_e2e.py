@@ -1,0 +1,168 @@
+"""End to end on the CPU: `kernelarc campaign` -> attempts.jsonl + MLflow (real SQLite store)
+-> `kernelarc export` -> `kernelarc eval` of the exported solution passes."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelarc.schema import Attempt, EvalStatus, Solution, Trace, Verdict
+
+pytestmark = pytest.mark.slow
+
+KERNELARC = [sys.executable, "-m", "kernelarc.cli"]
+
+
+def _run(args: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, MLFLOW_DISABLE_TELEMETRY="true")
+    return subprocess.run(
+        KERNELARC + args,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Path]:
+    root = tmp_path_factory.mktemp("e2e")
+    run_dir = root / "run"
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    proc = _run(
+        [
+            "campaign",
+            "name=e2e",
+            "problem=rmsnorm",
+            "budget.candidates=4",
+            "eval.correctness_rounds=3",
+            "seed=0",
+            "device=cpu",
+            f"tracking.uri={uri}",
+            f"hydra.run.dir={run_dir}",
+        ],
+        cwd=root,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return run_dir, uri, root
+
+
+def _attempts(run_dir: Path) -> list[Attempt]:
+    lines = (run_dir / "attempts.jsonl").read_text().splitlines()
+    return [Attempt.model_validate_json(line) for line in lines]
+
+
+def test_campaign_records_every_attempt(campaign: tuple[Path, str, Path]) -> None:
+    run_dir, _, _ = campaign
+    attempts = _attempts(run_dir)
+    assert len(attempts) == 4
+    assert [a.index for a in attempts] == [0, 1, 2, 3]
+    assert len({a.proposal.id for a in attempts}) == 4, "a duplicate candidate was evaluated"
+    assert {a.proposal.agent for a in attempts} >= {"compiler", "triton_template"}
+    passed = [a for a in attempts if a.status == EvalStatus.PASSED]
+    assert passed, [(a.proposal.id, a.status, a.stderr_tail[-500:]) for a in attempts]
+    for attempt in passed:
+        assert attempt.speedup is not None and attempt.speedup > 0
+        assert len(attempt.traces) >= 3
+        for trace in attempt.traces:
+            assert trace.evaluation is not None and trace.evaluation.performance is not None
+            assert trace.evaluation.performance.timing_method == "cpu_monotonic"
+    best = max(passed, key=lambda a: a.speedup or 0)
+    assert any(a.verdict == Verdict.NEW_BEST for a in attempts)
+    record = json.loads((run_dir / "campaign.json").read_text())
+    assert record["status"] == "FINISHED"
+    assert record["best_proposal_id"] == best.proposal.id
+    assert (run_dir / "config.yaml").read_text().count("rmsnorm") >= 1
+
+
+def test_mlflow_store_has_the_run_hierarchy(campaign: tuple[Path, str, Path]) -> None:
+    from mlflow.tracking import MlflowClient
+
+    run_dir, uri, _ = campaign
+    attempts = _attempts(run_dir)
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.get_experiment_by_name("e2e")
+    assert experiment is not None
+    runs = client.search_runs([experiment.experiment_id])
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(parents) == 1
+    parent = parents[0]
+    assert parent.info.status == "FINISHED"
+    assert parent.data.params["problem"] == "rmsnorm"
+    assert parent.data.params["budget.candidates"] == "4"
+    assert {c.data.tags["mlflow.parentRunId"] for c in children} == {parent.info.run_id}
+    by_agent = {c.info.run_name: c for c in children}
+    assert set(by_agent) == {"compiler", "triton_template"}
+    for agent, child in by_agent.items():
+        own = [a for a in attempts if a.proposal.agent == agent and a.speedup is not None]
+        if not own:
+            continue
+        history = client.get_metric_history(child.info.run_id, "eval/speedup")
+        assert sorted(m.step for m in history) == sorted(a.index for a in own)
+        paths = [f.path for f in client.list_artifacts(child.info.run_id, "attempts")]
+        assert len(paths) == len([a for a in attempts if a.proposal.agent == agent])
+    parent_artifacts = [f.path for f in client.list_artifacts(parent.info.run_id)]
+    assert "config.yaml" in parent_artifacts
+
+
+def test_export_then_eval_passes(campaign: tuple[Path, str, Path]) -> None:
+    run_dir, _, root = campaign
+    out = root / "export"
+    proc = _run(["export", str(run_dir), "--out", str(out)], cwd=root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    solution_path = out / "rmsnorm" / "solution.json"
+    solution = Solution.model_validate_json(solution_path.read_text())
+    assert solution.definition == "rmsnorm"
+    best_id = json.loads((run_dir / "campaign.json").read_text())["best_proposal_id"]
+    best = next(a for a in _attempts(run_dir) if a.proposal.id == best_id)
+    assert solution.content_hash() == best.proposal.solution.content_hash()
+    exported_traces = (out / "rmsnorm" / "traces.jsonl").read_text().splitlines()
+    assert len(exported_traces) == len(best.traces)
+    # The exported files alone, evaluated the way the official CLI would be called.
+    proc = _run(
+        [
+            "eval",
+            str(run_dir / "problem"),
+            "--solution",
+            str(solution_path),
+            "--json",
+            "--rounds",
+            "3",
+        ],
+        cwd=root,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    traces = [Trace.model_validate_json(line) for line in proc.stdout.splitlines()]
+    assert len(traces) == len(best.traces)
+    assert all(t.evaluation and t.evaluation.status == EvalStatus.PASSED for t in traces)
+
+
+def test_multirun_gives_one_campaign_per_job(tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    proc = _run(
+        [
+            "campaign",
+            "-m",
+            "name=sweep",
+            "seed=0,1",
+            "problem=softmax",
+            "budget.candidates=2",
+            "eval.correctness_rounds=2",
+            "tracking=none",
+            "device=cpu",
+            f"hydra.sweep.dir={sweep}",
+        ],
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    for job in ("0", "1"):
+        attempts = _attempts(sweep / job)
+        assert len(attempts) == 2
+        assert json.loads((sweep / job / "campaign.json").read_text())["seed"] == int(job)
+    assert not (tmp_path / "mlflow.db").exists(), "tracking=none must not create a store"
