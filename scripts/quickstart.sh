@@ -9,7 +9,8 @@ start=$(date +%s)
 export MLFLOW_DISABLE_TELEMETRY=true
 run_dir="outputs/quickstart/$(date +%Y-%m-%d_%H-%M-%S)"
 echo "[quickstart] campaign -> ${run_dir}"
-.venv/bin/kernelarc campaign name=quickstart problem=rmsnorm "hydra.run.dir=${run_dir}" "$@"
+.venv/bin/kernelarc campaign name=quickstart problem=rmsnorm budget.candidates=8 \
+  "hydra.run.dir=${run_dir}" "$@"
 .venv/bin/kernelarc export "${run_dir}" --out "${run_dir}/export" >/dev/null
 echo
 echo "[quickstart] done in $(( $(date +%s) - start )) s"
