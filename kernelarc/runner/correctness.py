@@ -1,18 +1,28 @@
 """The official correctness rule: output collection, type checks and numerical comparison.
 
-Per output and round: cast both to float32; any non-finite value fails (both-`-inf` positions
-are excluded first when the tolerance allows them); an all-zeros solution against a non-zero
-reference fails; otherwise an element matches when |x-y| <= atol + rtol*|y| and the round needs
-`required_matched_ratio` of elements to match and max|x-y| within `max_error_cap` when set.
+Per output and round, in this order (SOL-ExecBench `compute_error_stats`):
+1. both tensors are cast to float32 (packed fp4 is decoded first);
+2. any NaN/Inf in either tensor fails with zero errors, `has_nan` when a NaN is present and
+   otherwise `has_inf`; with `allow_negative_inf`, positions where both are -inf are exempt;
+3. a solution whose norm is zero against a reference with a non-zero norm fails, with the
+   absolute and relative error both set to the reference norm;
+4. both--inf positions are dropped (when allowed); an empty remainder passes;
+5. an element exceeds when |x-y| > atol + rtol*|y| (or |x-y| is not finite); the round fails
+   when 1 - exceeding/numel < `required_matched_ratio`, or max|x-y| > `max_error_cap` if set;
+6. max relative error = max(|x-y| / max(|y|, atol)).
+Where upstream would produce a non-finite summary (atol = 0 with a zero reference, or an
+overflowing difference; its trace writer then crashes) we report a finite value instead:
+NaN -> 0 and +Inf -> the float32 maximum. Verdicts are unaffected.
 """
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from kernelarc.runner.dtypes import torch_dtype
+from kernelarc.runner.dtypes import fp4x2_to_float, is_fp4_torch, torch_dtype
 from kernelarc.schema import Correctness, Definition, TensorSpec, ToleranceSpec
 
 
@@ -87,73 +97,119 @@ class OutputCheck:
     reason: str = ""
 
 
-def compare(out: torch.Tensor, ref: torch.Tensor, tol: ToleranceSpec, name: str) -> OutputCheck:
-    """Apply the official rule to one output (shapes already checked equal)."""
-    x = out.detach().to(torch.float32).reshape(-1)
-    y = ref.detach().to(torch.float32).reshape(-1)
+_F32_MAX = float(torch.finfo(torch.float32).max)
+
+
+def _finite(value: float) -> float:
+    if math.isnan(value):
+        return 0.0
+    return min(value, _F32_MAX)
+
+
+def _as_float32(t: torch.Tensor) -> torch.Tensor:
+    t = t.detach()
+    if is_fp4_torch(t.dtype):
+        return fp4x2_to_float(t)
+    return t.to(torch.float32)
+
+
+def _non_finite(
+    x: torch.Tensor, y: torch.Tensor, tol: ToleranceSpec, name: str
+) -> OutputCheck | None:
+    bad_x, bad_y = ~torch.isfinite(x), ~torch.isfinite(y)
     if tol.allow_negative_inf:
         both = (x == float("-inf")) & (y == float("-inf"))
-        x, y = x[~both], y[~both]
-    if x.numel() == 0:
-        return OutputCheck(ok=True)
+        bad_x, bad_y = bad_x & ~both, bad_y & ~both
+    if not bool(bad_x.any() or bad_y.any()):
+        return None
     has_nan = bool(torch.isnan(x).any() or torch.isnan(y).any())
-    has_inf = bool(torch.isinf(x).any() or torch.isinf(y).any())
-    if has_nan or has_inf:
-        kind = "NaN" if has_nan else "Inf"
-        return OutputCheck(
-            ok=False, has_nan=has_nan, has_inf=has_inf, reason=f"output {name!r} contains {kind}"
-        )
+    kind = "NaN" if has_nan else "Inf"
+    side = "solution" if bool(bad_x.any()) else "reference"
+    return OutputCheck(
+        ok=False,
+        has_nan=has_nan,
+        has_inf=not has_nan,
+        reason=f"output {name!r}: the {side} contains {kind} (non-finite values never match)",
+    )
+
+
+def compare(out: torch.Tensor, ref: torch.Tensor, tol: ToleranceSpec, name: str) -> OutputCheck:
+    """Apply the official rule to one output (shapes already checked equal)."""
+    x, y = _as_float32(out), _as_float32(ref)
+    non_finite = _non_finite(x, y, tol, name)
+    if non_finite is not None:
+        return non_finite
     ref_norm = float(torch.linalg.vector_norm(y))
-    if ref_norm != 0.0 and not bool(x.any()):
+    if ref_norm > 0 and float(torch.linalg.vector_norm(x)) == 0:
+        err = _finite(ref_norm)
         return OutputCheck(
             ok=False,
-            max_abs=ref_norm,
-            max_rel=ref_norm,
-            reason=f"output {name!r} is all zeros but the reference is not",
+            max_abs=err,
+            max_rel=err,
+            reason=f"output {name!r} is all zeros but the reference is not (norm {ref_norm:.6g})",
         )
+    if tol.allow_negative_inf:
+        keep = ~((x == float("-inf")) & (y == float("-inf")))
+        x, y = x[keep], y[keep]
     diff = (x - y).abs()
-    exceeds = diff > tol.max_atol + tol.max_rtol * y.abs()
-    matched = 1.0 - float(exceeds.sum()) / x.numel()
+    if diff.numel() == 0:
+        return OutputCheck(ok=True)
     max_abs = float(diff.max())
-    # A tiny floor keeps the ratio finite when atol is 0 and the reference is 0.
-    denom = y.abs().clamp(min=max(tol.max_atol, torch.finfo(torch.float32).tiny))
-    max_rel = float((diff / denom).max())
+    exceeds = (diff > tol.max_atol + tol.max_rtol * y.abs()) | ~torch.isfinite(diff)
+    matched = min(1.0, max(0.0, 1.0 - float(exceeds.sum()) / diff.numel()))
+    max_rel = float((diff / y.abs().clamp(min=tol.max_atol)).max())
+    abs_out, rel_out = _finite(max_abs), _finite(max_rel)
     if matched < tol.required_matched_ratio:
-        return OutputCheck(
-            ok=False,
-            max_abs=max_abs,
-            max_rel=max_rel,
-            reason=(
-                f"output {name!r}: {matched:.4%} of elements within atol={tol.max_atol} "
-                f"rtol={tol.max_rtol}, need {tol.required_matched_ratio:.4%}; "
-                f"max abs error {max_abs:.6g}"
-            ),
+        reason = (
+            f"output {name!r}: {matched:.4%} of elements within atol={tol.max_atol} "
+            f"rtol={tol.max_rtol}, need {tol.required_matched_ratio:.4%}; "
+            f"max abs error {max_abs:.6g}"
         )
+        return OutputCheck(ok=False, max_abs=abs_out, max_rel=rel_out, reason=reason)
     if tol.max_error_cap is not None and max_abs > tol.max_error_cap:
-        return OutputCheck(
-            ok=False,
-            max_abs=max_abs,
-            max_rel=max_rel,
-            reason=f"output {name!r}: max abs error {max_abs:.6g} > cap {tol.max_error_cap}",
-        )
-    return OutputCheck(ok=True, max_abs=max_abs, max_rel=max_rel)
+        reason = f"output {name!r}: max abs error {max_abs:.6g} > cap {tol.max_error_cap}"
+        return OutputCheck(ok=False, max_abs=abs_out, max_rel=rel_out, reason=reason)
+    return OutputCheck(ok=True, max_abs=abs_out, max_rel=rel_out)
 
 
 class WorstErrors:
-    """The worst errors over all outputs and rounds of one workload."""
+    """The correctness a workload reports, folded over its outputs and rounds as upstream does.
+
+    Upstream keeps one whole record rather than per-field maxima: a check replaces the kept one
+    when its max absolute error is strictly larger, when it has NaN, or when it has Inf and the
+    kept one has no NaN. The reported relative error is therefore that of the output with the
+    largest absolute error, not the largest relative error seen.
+    """
 
     def __init__(self) -> None:
-        self.max_abs = 0.0
-        self.max_rel = 0.0
-        self.has_nan = False
-        self.has_inf = False
+        self._kept = OutputCheck(ok=True)
+
+    @property
+    def max_abs(self) -> float:
+        """Max absolute error of the kept record."""
+        return self._kept.max_abs
+
+    @property
+    def max_rel(self) -> float:
+        """Max relative error of the kept record."""
+        return self._kept.max_rel
+
+    @property
+    def has_nan(self) -> bool:
+        """Whether the kept record saw a NaN."""
+        return self._kept.has_nan
+
+    @property
+    def has_inf(self) -> bool:
+        """Whether the kept record saw an Inf (and no NaN)."""
+        return self._kept.has_inf
 
     def add(self, check: OutputCheck) -> None:
         """Fold one output's comparison in."""
-        self.max_abs = max(self.max_abs, check.max_abs)
-        self.max_rel = max(self.max_rel, check.max_rel)
-        self.has_nan = self.has_nan or check.has_nan
-        self.has_inf = self.has_inf or check.has_inf
+        bigger = check.max_abs > self._kept.max_abs
+        non_finite = check.has_nan or (check.has_inf and not self._kept.has_nan)
+        if bigger or non_finite:
+            self._kept = check
 
     def result(self) -> Correctness:
         """As the schema's Correctness."""

@@ -132,3 +132,161 @@ def test_lazy_subclass_and_type_mismatches_are_named() -> None:
     kind, _ = type_mismatch(plain.double(), plain, "a") or ("", "")
     assert kind == "dtype"
     assert type_mismatch(plain, plain, "a") is None
+
+
+# -- every branch of the rule, table-driven -----------------------------------------------------
+
+INF, NAN = float("inf"), float("nan")
+NEG_INF = float("-inf")
+
+# (id, out, ref, tolerance kwargs, ok, max_abs, max_rel, has_nan, has_inf)
+BRANCHES = [
+    ("exact", [1.0, 2.0], [1.0, 2.0], {}, True, 0.0, 0.0, False, False),
+    ("nan_in_solution", [NAN, 1.0], [1.0, 1.0], {}, False, 0.0, 0.0, True, False),
+    ("nan_in_reference", [1.0, 1.0], [1.0, NAN], {}, False, 0.0, 0.0, True, False),
+    ("nan_wins_over_inf", [NAN, INF], [1.0, 1.0], {}, False, 0.0, 0.0, True, False),
+    ("matching_inf_still_fails", [INF, 1.0], [INF, 1.0], {}, False, 0.0, 0.0, False, True),
+    (
+        "both_neg_inf_excluded",
+        [NEG_INF, 1.0],
+        [NEG_INF, 1.0],
+        {"allow_negative_inf": True},
+        True,
+        0.0,
+        0.0,
+        False,
+        False,
+    ),
+    (
+        "one_sided_neg_inf",
+        [NEG_INF, 1.0],
+        [0.0, 1.0],
+        {"allow_negative_inf": True},
+        False,
+        0.0,
+        0.0,
+        False,
+        True,
+    ),
+    (
+        "pos_inf_not_excused",
+        [INF, 1.0],
+        [INF, 1.0],
+        {"allow_negative_inf": True},
+        False,
+        0.0,
+        0.0,
+        False,
+        True,
+    ),
+    # The all-zeros test sees the -inf positions too (norm inf), so it does not fire here and
+    # the remaining element is judged by tolerance alone.
+    (
+        "neg_inf_then_small_ref",
+        [NEG_INF, 0.0],
+        [NEG_INF, 0.001],
+        {"allow_negative_inf": True},
+        True,
+        0.001,
+        0.1,
+        False,
+        False,
+    ),
+    ("all_zeros", [0.0, 0.0], [3.0, 4.0], {}, False, 5.0, 5.0, False, False),
+    ("all_zeros_within_atol", [0.0, 0.0], [1e-4, 0.0], {}, False, 1e-4, 1e-4, False, False),
+    ("zeros_vs_zeros", [0.0, 0.0], [0.0, 0.0], {}, True, 0.0, 0.0, False, False),
+    (
+        "rel_uses_atol_floor",
+        [0.5, 1.0],
+        [0.0, 1.0],
+        {"required_matched_ratio": 0.5},
+        True,
+        0.5,
+        50.0,
+        False,
+        False,
+    ),
+    ("ratio_fails", [0.5, 1.0], [0.0, 1.0], {}, False, 0.5, 50.0, False, False),
+    (
+        "cap_fails",
+        [1.0, 2.0, 9.0],
+        [1.0, 2.0, 3.0],
+        {"required_matched_ratio": 0.6, "max_error_cap": 5.0},
+        False,
+        6.0,
+        2.0,
+        False,
+        False,
+    ),
+    (
+        "cap_holds",
+        [1.0, 2.0, 7.0],
+        [1.0, 2.0, 3.0],
+        {"required_matched_ratio": 0.6, "max_error_cap": 5.0},
+        True,
+        4.0,
+        4.0 / 3.0,
+        False,
+        False,
+    ),
+    ("atol_zero_zero_ref", [1.0, 0.0], [1.0, 0.0], {"max_atol": 0.0}, True, 0.0, 0.0, False, False),
+    ("empty", [], [], {}, True, 0.0, 0.0, False, False),
+]
+
+
+@pytest.mark.parametrize(
+    ("out", "ref", "tol", "ok", "max_abs", "max_rel", "has_nan", "has_inf"),
+    [case[1:] for case in BRANCHES],
+    ids=[case[0] for case in BRANCHES],
+)
+def test_rule_branches(
+    out: list[float],
+    ref: list[float],
+    tol: dict[str, object],
+    ok: bool,
+    max_abs: float,
+    max_rel: float,
+    has_nan: bool,
+    has_inf: bool,
+) -> None:
+    check = compare(torch.tensor(out), torch.tensor(ref), ToleranceSpec.model_validate(tol), "o")
+    assert check.ok is ok, check.reason
+    assert check.max_abs == pytest.approx(max_abs, rel=1e-5)
+    assert check.max_rel == pytest.approx(max_rel, rel=1e-5)
+    assert (check.has_nan, check.has_inf) == (has_nan, has_inf)
+
+
+def test_non_finite_summaries_stay_finite() -> None:
+    zero_atol = ToleranceSpec(max_atol=0.0)
+    check = compare(torch.tensor([1.0, 1.0]), torch.tensor([0.0, 1.0]), zero_atol, "o")
+    assert not check.ok and check.max_rel == torch.finfo(torch.float32).max
+    huge = torch.finfo(torch.float32).max
+    check = compare(torch.tensor([huge, 1.0]), torch.tensor([-huge, 1.0]), TOL, "o")
+    assert not check.ok and check.max_abs == huge
+
+
+def test_packed_fp4_outputs_are_compared_by_value() -> None:
+    from kernelarc.runner.dtypes import quantize_fp4x2
+
+    a = quantize_fp4x2(torch.tensor([0.5, 1.0, -2.0, 6.0]))
+    b = quantize_fp4x2(torch.tensor([0.5, 1.0, -2.0, 4.0]))
+    assert compare(a, a.clone(), TOL, "o").ok
+    check = compare(a, b, ToleranceSpec(required_matched_ratio=1.0), "o")
+    assert not check.ok and check.max_abs == 2.0
+
+
+def test_worst_errors_keep_the_record_with_the_largest_absolute_error() -> None:
+    worst = WorstErrors()
+    ref = torch.ones(4)
+    worst.add(compare(ref + 0.004, ref, TOL, "a"))  # abs 0.004, rel 0.004
+    small_ref = torch.full((4,), 0.01)
+    worst.add(compare(small_ref + 0.003, small_ref, TOL, "b"))  # abs 0.003, rel 0.3
+    result = worst.result()
+    assert result.max_absolute_error == pytest.approx(0.004, rel=1e-3)
+    assert result.max_relative_error == pytest.approx(0.004, rel=1e-3)  # not 0.3
+    worst.add(compare(torch.tensor([INF]), torch.tensor([1.0]), TOL, "c"))
+    assert worst.result().has_inf and worst.result().max_absolute_error == 0.0
+    worst.add(compare(torch.tensor([NAN]), torch.tensor([1.0]), TOL, "d"))
+    assert worst.result().has_nan and not worst.result().has_inf
+    worst.add(compare(torch.tensor([INF]), torch.tensor([1.0]), TOL, "e"))
+    assert worst.result().has_nan  # an Inf does not displace a NaN
