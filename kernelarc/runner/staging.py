@@ -4,6 +4,12 @@ Layout under the runner's cwd: `src/` holds the solution sources (never next to 
 any problem file, so a source named `definition.json` overwrites nothing), `ref/_reference.py`
 holds the reference, imported as module `_kernelarc_reference` from a real file so that
 `@triton.jit` (which reads source via inspect) works in references.
+
+C++ solutions (`cuda_cpp`, `cutlass`, `cudnn`, `cublas`) are built by `kernelarc.runner.cpp_build`
+into `build/` next to `src/`: call `build_solution` first (a step with its own timeout, whose
+`BuildError` means COMPILE_ERROR); `load_entry` then imports the built extension (it builds
+first if that step was skipped). `cute_dsl` solutions are plain Python: `import cutlass` comes
+from the optional `nvidia-cutlass-dsl` package (`pip install kernelarc[cutlass]`).
 """
 
 import importlib
@@ -14,9 +20,32 @@ from pathlib import Path, PurePosixPath
 from types import ModuleType
 from typing import Any
 
+from kernelarc.runner.cpp_build import (
+    DEFAULT_BUILD_TIMEOUT_S,
+    BuildError,
+    BuiltExtension,
+    build_extension,
+    import_extension,
+    is_cpp_solution,
+)
 from kernelarc.schema import Definition, Solution
 
+__all__ = [
+    "DEFAULT_BUILD_TIMEOUT_S",
+    "REFERENCE_MODULE",
+    "BuildError",
+    "BuiltExtension",
+    "Entry",
+    "StagingError",
+    "build_solution",
+    "entry_module_name",
+    "load_entry",
+    "load_reference",
+    "write_sources",
+]
+
 REFERENCE_MODULE = "_kernelarc_reference"
+CUTE_DSL_MISSING = "cute_dsl needs nvidia-cutlass-dsl (pip install kernelarc[cutlass])"
 
 Entry = Callable[..., Any]
 
@@ -62,12 +91,61 @@ def entry_module_name(entry_file: str) -> str:
     return ".".join(PurePosixPath(entry_file).with_suffix("").parts)
 
 
-def load_entry(solution: Solution, src: Path) -> Entry:
-    """Import the solution's entry module by dotted name with `src` first on sys.path.
+def build_dir_for(src: Path) -> Path:
+    """Where C++ builds go: `build/` next to `src/`, inside the runner's private temp dir."""
+    return src.parent / "build"
 
+
+def build_solution(
+    solution: Solution,
+    src: Path,
+    *,
+    build_dir: Path | None = None,
+    timeout_s: float = DEFAULT_BUILD_TIMEOUT_S,
+) -> BuiltExtension | None:
+    """Build a C++ solution's extension (None for Python languages, which need no build).
+
+    Raises BuildError (-> COMPILE_ERROR) on a compile/link error, a timeout or `.cu` sources
+    on a torch without CUDA. A second call with the same arguments reuses the build.
+    """
+    if not is_cpp_solution(solution):
+        return None
+    return build_extension(solution, src, build_dir or build_dir_for(src), timeout_s=timeout_s)
+
+
+def load_entry(
+    solution: Solution,
+    src: Path,
+    *,
+    build_dir: Path | None = None,
+    build_timeout_s: float = DEFAULT_BUILD_TIMEOUT_S,
+) -> Entry:
+    """Return the solution's entry function.
+
+    Python languages: import the entry module by dotted name with `src` first on sys.path.
     Call this only after every runner module is imported: from here on, a candidate file named
     like a module the runner still needs could otherwise shadow it.
+
+    C++ languages: build (or reuse the build of `build_solution`), import the extension and
+    take its `entry_symbol` attribute; raises BuildError when the build fails.
     """
+    symbol = solution.spec.entry_symbol
+    if is_cpp_solution(solution):
+        built = build_solution(solution, src, build_dir=build_dir, timeout_s=build_timeout_s)
+        assert built is not None
+        module = import_extension(built)
+        where = f"the extension built from {solution.spec.entry_file}"
+    else:
+        module = _import_python_entry(solution, src)
+        where = entry_module_name(solution.spec.entry_file)
+    fn: Entry | None = getattr(module, symbol, None)
+    if fn is None or not callable(fn):
+        msg = f"entry point {solution.spec.entry_point!r}: {where} has no callable {symbol!r}"
+        raise StagingError(msg)
+    return fn
+
+
+def _import_python_entry(solution: Solution, src: Path) -> ModuleType:
     name = entry_module_name(solution.spec.entry_file)
     top = name.split(".")[0]
     loaded = sys.modules.get(top)
@@ -79,13 +157,13 @@ def load_entry(solution: Solution, src: Path) -> Entry:
         raise StagingError(msg)
     sys.path.insert(0, str(src))
     importlib.invalidate_caches()
-    module = importlib.import_module(name)
-    symbol = solution.spec.entry_symbol
-    fn: Entry | None = getattr(module, symbol, None)
-    if fn is None or not callable(fn):
-        msg = f"entry point {solution.spec.entry_point!r}: {name} has no callable {symbol!r}"
-        raise StagingError(msg)
-    return fn
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and exc.name.split(".")[0] == "cutlass":
+            msg = f"{CUTE_DSL_MISSING}: {exc}"
+            raise StagingError(msg) from exc
+        raise
 
 
 def _is_under(module: ModuleType, src: Path) -> bool:
