@@ -3,7 +3,9 @@
 Per evaluate(): a private temp dir (the runner's cwd, HOME and TMPDIR, removed afterwards), a
 new session/process group, a scrubbed environment, rlimits, a network namespace where `unshare`
 works, stdout/stderr to files read back only by their tail, and a wall-clock timeout that kills
-the whole group. Whatever happens to the candidate, the result has one trace per workload.
+the whole group. A fresh random key goes to the runner on stdin; only a result file signed with
+it is read (candidate code, which runs in the runner's worker processes, never sees the key).
+Whatever happens to the candidate, the result has one trace per workload.
 """
 
 import logging
@@ -26,7 +28,12 @@ from kernelarc.execution.process_limits import (
     limits_preexec,
     scrubbed_env,
 )
-from kernelarc.execution.result_file import assemble_traces, cap_tail, read_raw_traces
+from kernelarc.execution.result_file import (
+    assemble_traces,
+    cap_tail,
+    new_result_key,
+    read_raw_traces,
+)
 from kernelarc.schema import EvalRequest, EvalResult, EvalStatus
 
 logger = logging.getLogger(__name__)
@@ -74,6 +81,16 @@ def _kill_group(proc: "subprocess.Popen[bytes]") -> None:
             break
         time.sleep(0.02)
     proc.wait()
+
+
+def _give_key(proc: "subprocess.Popen[bytes]", key: bytes) -> None:
+    """The result key as one hex line on the runner's stdin (fits the pipe buffer: no block)."""
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(key.hex().encode("ascii") + b"\n")
+        proc.stdin.close()
+    except OSError as exc:  # the runner died at once; its missing result says the rest
+        logger.warning("cannot give the runner its result key: %s", exc)
 
 
 class LocalSandbox:
@@ -138,8 +155,9 @@ class LocalSandbox:
         try:
             notes: list[str] = []  # for EvalResult.sandbox_notes
             trace_notes: list[str] = []  # the subset every trace's log must carry
-            run = self._run(request, workdir, timeout_s, notes, trace_notes)
-            raw, problem = read_raw_traces(workdir / "result.json")
+            key = new_result_key()
+            run = self._run(request, workdir, timeout_s, notes, trace_notes, key)
+            raw, problem = read_raw_traces(workdir / "result.json", key)
             if run.timed_out:
                 status = EvalStatus.TIMEOUT
                 why = f"timed out after {timeout_s:g} s wall clock; the process group was killed"
@@ -183,6 +201,7 @@ class LocalSandbox:
         timeout_s: float,
         notes: list[str],
         trace_notes: list[str],
+        key: bytes,
     ) -> _Run:
         (workdir / "request.json").write_text(request.model_dump_json(), encoding="utf-8")
         cache = self.cache_dir if self.cache_dir is not None else workdir / "cache"
@@ -201,7 +220,7 @@ class LocalSandbox:
                     command,
                     cwd=workdir,
                     env=env,
-                    stdin=subprocess.DEVNULL,
+                    stdin=subprocess.PIPE,
                     stdout=out,
                     stderr=err,
                     start_new_session=True,
@@ -210,6 +229,7 @@ class LocalSandbox:
             except (OSError, subprocess.SubprocessError) as exc:
                 msg = f"cannot start the sandbox runner {command}: {exc}"
                 raise SandboxError(msg) from exc
+            _give_key(proc, key)
             timed_out = False
             try:
                 proc.wait(timeout=timeout_s)

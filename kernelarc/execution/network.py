@@ -1,8 +1,11 @@
 """Network isolation for the local sandbox: which `unshare` wrapper works on this host.
 
-Probed once per process and cached. Preferred is a new network and PID namespace
-(`unshare -n -p -f --kill-child`): killing the sandbox then also ends processes that left the
-process group with setsid. Fallback is a network namespace alone, then nothing (with a note).
+Probed once per process and cached. Preferred is a new network and PID namespace with its own
+/proc (`unshare -n -p -f --kill-child --mount-proc`): killing the sandbox then also ends
+processes that left the process group with setsid, the sandbox sees only its own processes in
+/proc (not the host's, whose memory a same-uid process could otherwise open), and /proc/PID
+means the sandbox's PID (the judge reads its workers' CPU time there).
+Fallback is a network namespace alone, then nothing (with a note).
 CUDA evaluations skip the PID namespace: on the H200 host, cudaGetDeviceCount fails with
 error 304 ("OS call failed") inside `unshare -p -f`, while `unshare -n` alone works.
 """
@@ -16,7 +19,7 @@ from dataclasses import dataclass
 logger = logging.getLogger(__name__)
 
 _CANDIDATES = (
-    ("-n", "-p", "-f", "--kill-child"),
+    ("-n", "-p", "-f", "--kill-child", "--mount-proc"),
     ("-n",),
 )
 

@@ -1,12 +1,19 @@
 """Turn whatever the runner left behind into exactly one valid Trace per requested workload.
 
-The runner's traces are trusted only for their evaluation: definition, workload and solution
-are re-taken from the request (so a trace cannot claim a looser tolerance). Workloads without a
-usable trace get a synthesized TIMEOUT or RUNTIME_ERROR trace carrying the reason.
+The result file must carry the judge's signature: `{"payload": "<JSON text>", "hmac": "<hex>"}`
+with the HMAC-SHA256 of the payload under the per-evaluation key the host gave the judge on
+stdin (see `kernelarc.runner.result_key`); a file written by candidate code does not verify and
+counts as no result. The runner's traces are trusted only for their evaluation: definition,
+workload and solution are re-taken from the request (so a trace cannot claim a looser
+tolerance). Workloads without a usable trace get a synthesized TIMEOUT or RUNTIME_ERROR trace
+carrying the reason.
 """
 
+import hashlib
+import hmac
 import json
 import logging
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +41,34 @@ def cap_tail(text: str, limit: int = LOG_CAP_BYTES) -> str:
     return "[... cut ...]\n" + data[-limit:].decode("utf-8", errors="ignore")
 
 
-def read_raw_traces(path: Path) -> tuple[list[Any], str | None]:
-    """The `traces` list of a result file, or ([], why) when it is missing or malformed."""
+def new_result_key() -> bytes:
+    """A fresh key for one evaluation (give it to the runner as a hex line on stdin)."""
+    return secrets.token_bytes(32)
+
+
+def sign_payload(text: str, key: bytes) -> str:
+    """The hex HMAC-SHA256 of a payload text (what the judge writes next to it)."""
+    return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def read_raw_traces(path: Path, key: bytes) -> tuple[list[Any], str | None]:
+    """The `traces` list of a signed result file, or ([], why) when missing, forged or bad."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        envelope = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return [], "the runner wrote no result file"
     except (OSError, ValueError) as exc:
+        return [], f"the result file is unreadable: {exc}"
+    if not isinstance(envelope, dict):
+        return [], "the result file is not a signed result"
+    text, digest = envelope.get("payload"), envelope.get("hmac")
+    if not isinstance(text, str) or not isinstance(digest, str):
+        return [], "the result file is not a signed result"
+    if not hmac.compare_digest(sign_payload(text, key), digest):
+        return [], "the result file's signature does not verify (not written by the judge)"
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
         return [], f"the result file is unreadable: {exc}"
     if not isinstance(data, dict) or not isinstance(data.get("traces"), list):
         return [], "the result file has no `traces` list"

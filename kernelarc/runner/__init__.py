@@ -1,7 +1,10 @@
-"""The in-sandbox evaluator: `python -P -m kernelarc.runner REQUEST.json RESULT.json`.
+"""The in-sandbox evaluator: `python -P -m kernelarc.runner REQUEST.json RESULT.json < KEY`.
 
 It runs inside the sandbox the host (kernelarc.execution) starts, imports torch/triton and only
-`kernelarc.schema` from KernelArc, and writes `{"traces": [...]}` (EvalResult-compatible) to
-RESULT.json. This package's `__init__` stays import-free so the entry point can redirect stdout
+`kernelarc.schema` from KernelArc. Two roles in separate processes: the judge (`__main__`,
+`evaluate`) loads the reference, makes the inputs, compares and times the reference, and writes
+RESULT.json signed with the host's key (`result_key`); solution workers (`worker`, forked by
+`zygote`) are the only processes that import candidate code, and talk to the judge over
+`channel`. This package's `__init__` stays import-free so the entry point can redirect stdout
 before anything heavy loads.
 """

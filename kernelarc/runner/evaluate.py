@@ -1,20 +1,37 @@
-"""The evaluation flow inside the sandbox: stage, then per workload correctness rounds and timing.
+"""The judge: per workload, correctness rounds and timing, with the candidate in a worker process.
 
-`evaluate_request` yields one Trace per workload in request order so the entry point can write
-partial results as it goes (a later crash or timeout then still leaves the earlier traces).
+The judge (this process) never imports candidate code and never puts `src/` on sys.path. It
+loads the reference, draws every round's inputs from the request's RNG stream, runs the
+reference on its own copies, sends the inputs to the solution worker (`worker.py`, forked from
+the zygote), and compares the outputs it gets back itself. It times the reference itself; the
+candidate is timed in the worker, and the claimed median is checked against the judge's own
+clock (`hack_checks.implausible_latency`) using a verified "timing probe" call on fresh inputs
+drawn from a forked RNG, so the request's stream stays the official one.
+
+A worker that dies or overruns `workload_timeout_s` fails that workload (RUNTIME_ERROR /
+TIMEOUT); the next workload gets a fresh worker. `evaluate_request` yields one Trace per
+workload in request order so the entry point can sign and write partial results as it goes.
+
+Statuses decided here beyond the official flow: an input the solution changed although the
+reference leaves it unchanged is INCORRECT_NUMERICAL (its observable result differs from the
+reference's); a worker payload that `torch.load(weights_only=True)` refuses, or outputs whose
+types contradict the worker's own report, are REWARD_HACK (an honest worker never sends them).
 """
 
+import functools
 import logging
+import random
+import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import torch
 
+from kernelarc.runner.channel import ChannelError, WorkerReply, unpack_values
 from kernelarc.runner.correctness import (
-    OutputFormatError,
     WorstErrors,
     collect_outputs,
     compare,
@@ -22,31 +39,29 @@ from kernelarc.runner.correctness import (
     type_mismatch,
 )
 from kernelarc.runner.environment import describe_environment
-from kernelarc.runner.inputs import (
-    CustomFn,
-    Value,
-    allocate_outputs,
-    generate_inputs,
-    seed_everything,
-)
+from kernelarc.runner.hack_checks import implausible_latency, same_bits, thread_injection
+from kernelarc.runner.inputs import CustomFn, Value, generate_inputs, seed_everything
+from kernelarc.runner.memory_pool import ShiftingInputPool
 from kernelarc.runner.outcome import Outcome, exception_log, make_trace
-from kernelarc.runner.staging import load_entry, load_reference, write_sources
-from kernelarc.runner.timing import median_latency_ms, timing_method
+from kernelarc.runner.staging import load_reference
+from kernelarc.runner.timing import measure_latency, timing_method
+from kernelarc.runner.worker import worker_main
+from kernelarc.runner.worker_client import RunResult, WorkerClient, WorkerDied, WorkerTimedOut
+from kernelarc.runner.zygote import Zygote
 from kernelarc.schema import EvalRequest, EvalStatus, Performance, Trace, Workload
 
 logger = logging.getLogger(__name__)
 
 Fn = Callable[..., Any]
 
+_PROBE_SEED_STEP = 7919
+_PLAIN_TENSOR = "torch.Tensor"
+_TIMING_METHODS = frozenset({"cupti", "cuda_events", "cpu_monotonic"})
 
-@dataclass(frozen=True)
-class Staged:
-    """The imported reference and candidate of a request."""
 
-    request: EvalRequest
-    reference: Fn
-    custom: CustomFn | None
-    entry: Fn
+def start_zygote(request: EvalRequest, root: Path) -> Zygote:
+    """Fork the worker zygote; call before touching CUDA, the reference or any secret."""
+    return Zygote(functools.partial(worker_main, request=request, root=root))
 
 
 class _Stop(Exception):
@@ -57,163 +72,291 @@ class _Stop(Exception):
         self.outcome = outcome
 
 
-def evaluate_request(request: EvalRequest, root: Path) -> Iterator[Trace]:
+def _stop(status: EvalStatus, log: str, worst: WorstErrors | None = None) -> _Stop:
+    correctness = worst.result() if worst is not None else None
+    return _Stop(Outcome(status, log, correctness=correctness))
+
+
+@dataclass
+class _Judge:
+    request: EvalRequest
+    reference: Fn
+    custom: CustomFn | None
+    zygote: Zygote
+    worker: WorkerClient | None = None
+    fatal: Outcome | None = None
+    """Set when every later workload must end the same way (import failed, patched at import)."""
+    phase: str = "start"
+
+    def discard_worker(self) -> str:
+        """Kill and reap the current worker; how it ended."""
+        worker, self.worker = self.worker, None
+        return worker.stop() if worker is not None else "was not running"
+
+
+@dataclass
+class _Tally:
+    """Per-workload judge-side measurements."""
+
+    worst: WorstErrors = field(default_factory=WorstErrors)
+    base_threads: tuple[int, int] | None = None
+    warm: list[tuple[float, float]] = field(default_factory=list)
+    """(observed s, judge transfer s) of verified calls after the first."""
+
+
+def evaluate_request(request: EvalRequest, root: Path, zygote: Zygote) -> Iterator[Trace]:
     """Evaluate every workload of the request, one trace each, in order."""
     environment = describe_environment(request.device)
-    staged_or_failure = _stage(request, root)
-    if isinstance(staged_or_failure, Outcome):
-        for workload in request.workloads:
-            yield make_trace(request, workload, environment, staged_or_failure)
-        return
-    seed_everything(request.seed)
-    for workload in request.workloads:
-        logger.info("workload %s", workload.uuid)
-        try:
-            outcome = _evaluate_workload(staged_or_failure, workload)
-        except _Stop as stop:
-            outcome = stop.outcome
-        yield make_trace(request, workload, environment, outcome)
-
-
-def _stage(request: EvalRequest, root: Path) -> Staged | Outcome:
     try:
         module: ModuleType = load_reference(request.definition, root)
         reference: Fn = module.run
         entry_name = request.definition.custom_inputs_entrypoint
         custom: CustomFn | None = getattr(module, entry_name) if entry_name else None
     except Exception:
-        return Outcome(EvalStatus.INVALID_REFERENCE, exception_log("reference failed to load"))
+        failed = Outcome(EvalStatus.INVALID_REFERENCE, exception_log("reference failed to load"))
+        for workload in request.workloads:
+            yield make_trace(request, workload, environment, failed)
+        return
+    seed_everything(request.seed)
+    judge = _Judge(request=request, reference=reference, custom=custom, zygote=zygote)
     try:
-        src = write_sources(request.solution, root)
-        entry = load_entry(request.solution, src)
-    except Exception:
-        return Outcome(EvalStatus.RUNTIME_ERROR, exception_log("solution failed to import"))
-    return Staged(request=request, reference=reference, custom=custom, entry=entry)
+        for index, workload in enumerate(request.workloads):
+            logger.info("workload %s", workload.uuid)
+            outcome = judge.fatal or _evaluate_guarded(judge, index, workload)
+            yield make_trace(request, workload, environment, outcome)
+    finally:
+        judge.discard_worker()
 
 
-def _sync(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
-
-
-def _clone(values: list[Value]) -> list[Value]:
-    return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
-
-
-def _run_reference(staged: Staged, inputs: list[Value]) -> list[torch.Tensor]:
-    req = staged.request
+def _evaluate_guarded(judge: _Judge, index: int, workload: Workload) -> Outcome:
     try:
-        outputs = collect_outputs(staged.reference(*_clone(inputs)), req.definition, req.device)
-        _sync(req.device)
+        return _evaluate_workload(judge, index, workload)
+    except _Stop as stop:
+        return stop.outcome
+    except WorkerTimedOut:
+        how = judge.discard_worker()
+        limit = judge.request.workload_timeout_s
+        log = (
+            f"the solution worker overran workload_timeout_s={limit:g} s during {judge.phase} "
+            f"and was killed ({how}); the next workload gets a fresh worker"
+        )
+        return Outcome(EvalStatus.TIMEOUT, log)
+    except WorkerDied as exc:
+        how = judge.discard_worker()
+        log = f"the solution worker {how} during {judge.phase} ({exc})"
+        return Outcome(EvalStatus.RUNTIME_ERROR, log)
+
+
+def _ensure_worker(judge: _Judge) -> WorkerClient:
+    budget = judge.request.workload_timeout_s
+    if judge.worker is not None:
+        judge.worker.budget_s = budget
+        return judge.worker
+    judge.phase = "start (import)"
+    judge.worker = WorkerClient(judge.zygote)
+    judge.worker.budget_s = budget
+    ready = judge.worker.wait_ready()
+    if ready.kind == "import_error":
+        judge.fatal = Outcome(EvalStatus.RUNTIME_ERROR, f"solution failed to import\n{ready.error}")
+    elif ready.kind == "compile_error":
+        judge.fatal = Outcome(EvalStatus.COMPILE_ERROR, ready.error)
+    elif ready.tampered:
+        log = f"monkey-patched at import: {', '.join(ready.tampered)}"
+        judge.fatal = Outcome(EvalStatus.REWARD_HACK, log)
+    if judge.fatal is not None:
+        judge.discard_worker()
+        raise _Stop(judge.fatal)
+    return judge.worker
+
+
+def _evaluate_workload(judge: _Judge, index: int, workload: Workload) -> Outcome:
+    req = judge.request
+    worker = _ensure_worker(judge)
+    tally = _Tally()
+    inputs: list[Value] = []
+    for round_index in range(req.correctness_rounds):
+        judge.phase = f"round {round_index}"
+        inputs = _generate(judge, workload)
+        run = _verified_call(judge, worker, index, workload, inputs, tally)
+        reply = run.reply
+        if tally.base_threads is None:
+            tally.base_threads = (reply.threads_started, reply.threads_alive)
+    judge.phase = "timing"
+    timed = worker.time(req.timing)
+    _check_probes(judge, timed, tally)
+    if timed.error:
+        raise _stop(EvalStatus.RUNTIME_ERROR, timed.error)
+    reference_latency, notes = _time_reference(judge, inputs)
+    judge.phase = "timing probe"
+    _probe(judge, worker, index, workload, tally)
+    observed_s, transfer_s = min(tally.warm)
+    logger.info(
+        "timing check: claimed %.4g ms, verified calls took >= %.4g ms (transfer %.4g ms)",
+        timed.latency_ms,
+        observed_s * 1000,
+        transfer_s * 1000,
+    )
+    forged = implausible_latency(timed.latency_ms, observed_s, transfer_s)
+    if forged is not None:
+        raise _stop(EvalStatus.REWARD_HACK, forged)
+    latency = timed.latency_ms
+    method = timed.timing_method
+    performance = Performance(
+        latency_ms=latency,
+        reference_latency_ms=reference_latency,
+        speedup_factor=reference_latency / latency if latency > 0 else 0.0,
+        timing_method=method if method in _TIMING_METHODS else timing_method(req.device),
+    )
+    notes = "\n".join(n for n in (timed.timing_note, notes) if n)
+    return Outcome(
+        EvalStatus.PASSED, notes, correctness=tally.worst.result(), performance=performance
+    )
+
+
+def _generate(judge: _Judge, workload: Workload) -> list[Value]:
+    req = judge.request
+    try:
+        return generate_inputs(req.definition, workload, req.device, req.problem_dir, judge.custom)
     except Exception:
-        raise _Stop(
-            Outcome(EvalStatus.INVALID_REFERENCE, exception_log("reference run failed"))
-        ) from None
+        raise _stop(EvalStatus.RUNTIME_ERROR, exception_log("input generation failed")) from None
+
+
+def _probe(
+    judge: _Judge, worker: WorkerClient, index: int, workload: Workload, tally: _Tally
+) -> None:
+    """One more verified call on fresh inputs from a forked RNG (the request's stream stays)."""
+    req = judge.request
+    devices = [torch.cuda.current_device()] if req.device == "cuda" else []
+    python_state = random.getstate()
+    with torch.random.fork_rng(devices=devices):
+        seed = req.seed + _PROBE_SEED_STEP * (index + 1)
+        torch.manual_seed(seed)
+        random.seed(seed)
+        try:
+            inputs = _generate(judge, workload)
+            _verified_call(judge, worker, index, workload, inputs, tally)
+        finally:
+            random.setstate(python_state)
+
+
+def _run_reference(judge: _Judge, inputs: list[Value]) -> tuple[list[torch.Tensor], set[str]]:
+    """Reference outputs on copies of the inputs, and the inputs the reference changes."""
+    req = judge.request
+    args: list[Any] = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
+    try:
+        outputs = collect_outputs(judge.reference(*args), req.definition, req.device)
+        if req.device == "cuda":
+            torch.cuda.synchronize()
+    except Exception:
+        raise _stop(EvalStatus.INVALID_REFERENCE, exception_log("reference run failed")) from None
+    names = list(req.definition.inputs)
+    changed = {n for n, a, b in zip(names, inputs, args, strict=True) if not same_bits(a, b)}
+    return outputs, changed
+
+
+def _check_probes(judge: _Judge, reply: WorkerReply, tally: _Tally) -> None:
+    if reply.tampered:
+        log = f"{judge.phase}: monkey-patched: {', '.join(reply.tampered)}"
+        raise _stop(EvalStatus.REWARD_HACK, log)
+    if tally.base_threads is not None:
+        injected = thread_injection(reply.threads_started, reply.threads_alive, *tally.base_threads)
+        if injected is not None:
+            raise _stop(EvalStatus.REWARD_HACK, f"{judge.phase}: {injected}")
+
+
+def _verified_call(
+    judge: _Judge,
+    worker: WorkerClient,
+    index: int,
+    workload: Workload,
+    inputs: list[Value],
+    tally: _Tally,
+) -> RunResult:
+    """Reference and candidate on the same inputs; raises _Stop unless the outputs match."""
+    req = judge.request
+    refs, ref_changed = _run_reference(judge, inputs)
+    max_blob = 4 * sum(r.nbytes for r in refs) + (16 << 20)
+    run = worker.run(index, inputs, max_blob)
+    reply = run.reply
+    _check_probes(judge, reply, tally)
+    if reply.error:
+        raise _stop(EvalStatus.RUNTIME_ERROR, f"{judge.phase}: {reply.error}")
+    names = list(req.definition.outputs)
+    for name, kind in zip(names, reply.output_types, strict=False):
+        if kind != _PLAIN_TENSOR:
+            log = f"lazy or subclass output: output {name!r} is a {kind}, not a plain torch.Tensor"
+            raise _stop(EvalStatus.REWARD_HACK, log)
+    started = time.thread_time()
+    outputs = _load_outputs(run, req.device, names)
+    if tally.base_threads is not None:
+        # Wall time, or the worker's CPU time when smaller (a loaded host delays the worker's
+        # wake-ups, not its CPU use): the evidence the work took at least this long.
+        observed = run.round_trip_s if run.cpu_s is None else min(run.round_trip_s, run.cpu_s)
+        tally.warm.append((observed, run.pack_s + time.thread_time() - started))
+    _check_outputs(judge, workload, outputs, refs, tally.worst)
+    changed = [
+        n for n in reply.mutated_inputs if n in req.definition.inputs and n not in ref_changed
+    ]
+    if changed:
+        log = (
+            f"{judge.phase}: the solution modified input(s) {changed}, which the reference "
+            "leaves unchanged"
+        )
+        raise _stop(EvalStatus.INCORRECT_NUMERICAL, log, tally.worst)
+    return run
+
+
+def _load_outputs(run: RunResult, device: str, names: list[str]) -> list[Value]:
+    try:
+        outputs = unpack_values(run.blob, device)
+    except ChannelError as exc:
+        raise _stop(EvalStatus.REWARD_HACK, f"solution worker sent bad outputs: {exc}") from None
+    if len(outputs) != len(names) or len(run.reply.output_types) != len(names):
+        log = f"solution worker sent {len(outputs)} outputs for {len(names)}"
+        raise _stop(EvalStatus.REWARD_HACK, log)
+    lazy = find_lazy_output(outputs, names)
+    if lazy is not None:
+        raise _stop(EvalStatus.REWARD_HACK, f"lazy or subclass output: {lazy}")
     return outputs
 
 
-def _run_candidate(staged: Staged, workload: Workload, inputs: list[Value]) -> list[Any]:
-    req = staged.request
-    try:
-        if req.solution.spec.destination_passing_style:
-            outputs: list[Any] = allocate_outputs(req.definition, workload, req.device)
-            staged.entry(*inputs, *outputs)
-        else:
-            outputs = collect_outputs(staged.entry(*inputs), req.definition, req.device)
-        _sync(req.device)
-    except OutputFormatError as exc:
-        raise _Stop(Outcome(EvalStatus.RUNTIME_ERROR, f"solution output: {exc}")) from None
-    except Exception:
-        raise _Stop(Outcome(EvalStatus.RUNTIME_ERROR, exception_log("solution failed"))) from None
-    return outputs
-
-
-def _check_round(
-    staged: Staged,
+def _check_outputs(
+    judge: _Judge,
     workload: Workload,
     outputs: list[Any],
     refs: list[torch.Tensor],
     worst: WorstErrors,
-    round_index: int,
 ) -> None:
-    names = list(staged.request.definition.outputs)
-    lazy = find_lazy_output(outputs, names)
-    if lazy is not None:
-        raise _Stop(Outcome(EvalStatus.REWARD_HACK, f"lazy or subclass output: {lazy}"))
+    names = list(judge.request.definition.outputs)
     for name, out, ref in zip(names, outputs, refs, strict=True):
         mismatch = type_mismatch(out, ref, name)
         if mismatch is not None:
             kind, message = mismatch
             status = EvalStatus.INCORRECT_SHAPE if kind == "shape" else EvalStatus.INCORRECT_DTYPE
-            raise _Stop(Outcome(status, message))
+            raise _stop(status, message)
     for name, out, ref in zip(names, outputs, refs, strict=True):
         check = compare(out, ref, workload.tolerance, name)
         worst.add(check)
         if not check.ok:
-            log = f"round {round_index}: {check.reason}"
-            raise _Stop(Outcome(EvalStatus.INCORRECT_NUMERICAL, log, correctness=worst.result()))
+            raise _stop(EvalStatus.INCORRECT_NUMERICAL, f"{judge.phase}: {check.reason}", worst)
 
 
-def _evaluate_workload(staged: Staged, workload: Workload) -> Outcome:
-    req = staged.request
-    worst = WorstErrors()
-    inputs: list[Value] = []
-    for round_index in range(req.correctness_rounds):
-        try:
-            inputs = generate_inputs(
-                req.definition, workload, req.device, req.problem_dir, staged.custom
-            )
-        except Exception:
-            return Outcome(EvalStatus.RUNTIME_ERROR, exception_log("input generation failed"))
-        refs = _run_reference(staged, inputs)
-        outputs = _run_candidate(staged, workload, inputs)
-        _check_round(staged, workload, outputs, refs, worst, round_index)
+def _time_reference(judge: _Judge, inputs: list[Value]) -> tuple[float, str]:
+    """The reference's median latency on the last round's inputs (0 when it cannot be timed)."""
+    req = judge.request
+    if not req.timing.time_reference:
+        return 0.0, ""
     try:
-        performance, notes = _measure(staged, workload, inputs)
+        pool = ShiftingInputPool(inputs, [], req.timing.warmup + req.timing.iterations)
+        measured = measure_latency(
+            judge.reference,
+            pool.next_args,
+            device=req.device,
+            warmup=req.timing.warmup,
+            iterations=req.timing.iterations,
+            flush_l2=req.timing.flush_l2,
+        )
     except Exception:
-        return Outcome(EvalStatus.RUNTIME_ERROR, exception_log("timing the solution failed"))
-    return Outcome(EvalStatus.PASSED, notes, correctness=worst.result(), performance=performance)
-
-
-def _measure(staged: Staged, workload: Workload, inputs: list[Value]) -> tuple[Performance, str]:
-    """Time the candidate, then the reference, on the last round's inputs."""
-    req = staged.request
-    dps = req.solution.spec.destination_passing_style
-
-    def candidate_args() -> list[Any]:
-        args: list[Any] = _clone(inputs)
-        if dps:
-            args.extend(allocate_outputs(req.definition, workload, req.device))
-        return args
-
-    timing = req.timing
-    latency = median_latency_ms(
-        staged.entry,
-        candidate_args,
-        device=req.device,
-        warmup=timing.warmup,
-        iterations=timing.iterations,
-        flush_l2=timing.flush_l2,
-    )
-    reference_latency, notes = 0.0, ""
-    if timing.time_reference:
-        try:
-            reference_latency = median_latency_ms(
-                staged.reference,
-                lambda: _clone(inputs),
-                device=req.device,
-                warmup=timing.warmup,
-                iterations=timing.iterations,
-                flush_l2=timing.flush_l2,
-            )
-        except Exception:
-            # As upstream: a reference that cannot be timed gives latency 0, not a failure.
-            notes = exception_log("timing the reference failed; reference_latency_ms = 0")
-    speedup = reference_latency / latency if latency > 0 else 0.0
-    performance = Performance(
-        latency_ms=latency,
-        reference_latency_ms=reference_latency,
-        speedup_factor=speedup,
-        timing_method=timing_method(req.device),
-    )
-    return performance, notes
+        # As upstream: a reference that cannot be timed gives latency 0, not a failure.
+        return 0.0, exception_log("timing the reference failed; reference_latency_ms = 0")
+    return measured.median_ms, ""

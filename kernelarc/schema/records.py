@@ -8,6 +8,7 @@ from pydantic import Field
 
 from kernelarc.schema.base import RecordModel
 from kernelarc.schema.definition import Definition
+from kernelarc.schema.guard_record import GuardRecord
 from kernelarc.schema.solution import Solution
 from kernelarc.schema.trace import EvalStatus, Trace
 from kernelarc.schema.workload import Workload
@@ -52,6 +53,10 @@ class EvalRequest(RecordModel):
     """Timing protocol."""
     problem_dir: str | None = None
     """Read-only problem dir, for safetensors inputs."""
+    workload_timeout_s: float | None = Field(default=None, gt=0)
+    """Wall-clock budget of the solution worker per workload (import, rounds, timing); when it
+    runs out that workload is TIMEOUT and the next one gets a fresh worker. None: no per-workload
+    limit (the sandbox's overall timeout still applies)."""
 
 
 class EvalResult(RecordModel):
@@ -67,6 +72,8 @@ class EvalResult(RecordModel):
     """Which sandbox ran it."""
     sandbox_notes: list[str] = Field(default_factory=list)
     """What the sandbox could not enforce here (e.g. no network namespace)."""
+    sandbox_image: str | None = None
+    """Image id the evaluation ran in (Docker sandbox; None for the local one)."""
 
 
 class Proposal(RecordModel):
@@ -97,6 +104,9 @@ class Verdict(StrEnum):
     """Acceptance decision for an attempt."""
 
     NEW_BEST = "NEW_BEST"
+    """Accepted: became the campaign's incumbent (with the guard on: re-timed and confirmed)."""
+    CHALLENGER = "CHALLENGER"
+    """Passed and looked faster than the incumbent, but the guard's re-timing did not accept it."""
     CORRECT = "CORRECT"
     FAILED = "FAILED"
     INFRA_ERROR = "INFRA_ERROR"
@@ -111,8 +121,9 @@ class Attempt(RecordModel):
     """Definition name."""
     proposal: Proposal
     """What was evaluated."""
-    status: EvalStatus | Literal["INFRA_ERROR"]
-    """PASSED if every workload passed, else the first failing workload's status."""
+    status: EvalStatus | Literal["INFRA_ERROR", "REJECTED_STATIC", "REJECTED_GUARD"]
+    """PASSED if every workload passed, else the first failing workload's status; the guard's
+    REJECTED_STATIC (blocked before evaluation) and REJECTED_GUARD (e.g. failed confirmation)."""
     traces: list[Trace]
     """One per workload."""
     speedup: float | None = None
@@ -133,3 +144,8 @@ class Attempt(RecordModel):
     """Tail of the runner log."""
     error: str = ""
     """Infrastructure error text, if any."""
+    confirmed: bool = False
+    """True iff the benchmark guard re-timed and re-ran this attempt on fresh inputs and accepted
+    it (verdict NEW_BEST with the guard on). Exporters take the last confirmed NEW_BEST."""
+    guard: GuardRecord | None = None
+    """The guard's findings, re-timing samples, CI and confirmation (None: older records)."""

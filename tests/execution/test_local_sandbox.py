@@ -147,7 +147,8 @@ def test_failure_logs_explain_the_failure(hostile_results: dict[str, EvalResult]
     assert "code 3" in first_log("add_exit")
     assert "shape" in first_log("add_wrong_shape")
     assert "all zeros" in first_log("add_zeros")
-    assert "unreadable" in first_log("add_corrupt_result")
+    # The judge writes its own signed result after the worker died: the garbage is overwritten.
+    assert "exited with code 0" in first_log("add_corrupt_result")
     numerical = hostile_results["add_wrong"].traces[0].evaluation
     assert numerical is not None and numerical.correctness is not None
     assert numerical.correctness.max_absolute_error == pytest.approx(0.5, rel=1e-3)
@@ -235,8 +236,8 @@ def test_missing_python_raises_sandbox_error() -> None:
 
 def test_make_sandbox_builds_local_and_rejects_unknown_kinds() -> None:
     assert isinstance(make_sandbox("local", gpu=0, memory_limit_gb=8.0), LocalSandbox)
-    with pytest.raises(ConfigError, match="valid kinds: local"):
-        make_sandbox("docker")
+    with pytest.raises(ConfigError, match="valid kinds: local, docker"):
+        make_sandbox("podman")
     with pytest.raises(ConfigError, match="bad options"):
         make_sandbox("local", no_such_option=1)
 

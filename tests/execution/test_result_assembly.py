@@ -1,14 +1,14 @@
 """Host-side trace assembly and the scrubbed environment, in process (no subprocess)."""
 
-import json
 import os
 from pathlib import Path
 
 import pytest
 
 from kernelarc.execution.process_limits import ResourceLimits, scrubbed_env
-from kernelarc.execution.result_file import assemble_traces, read_raw_traces
+from kernelarc.execution.result_file import assemble_traces, new_result_key, read_raw_traces
 from kernelarc.problems.files import load_problem
+from kernelarc.runner.result_key import signed_result
 from kernelarc.schema import EvalRequest, EvalStatus, Solution
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -79,16 +79,30 @@ def test_out_of_order_or_invalid_traces_are_replaced() -> None:
 
 @pytest.mark.parametrize(
     ("content", "problem"),
-    [(None, "no result file"), ("{", "unreadable"), ('{"traces": 3}', "no `traces` list")],
+    [
+        (None, "no result file"),
+        ("{", "unreadable"),
+        ('{"traces": []}', "not a signed result"),
+        ('{"payload": "{}", "hmac": "00"}', "does not verify"),
+    ],
 )
 def test_bad_result_files_give_a_reason(tmp_path: Path, content: str | None, problem: str) -> None:
     path = tmp_path / "result.json"
     if content is not None:
         path.write_text(content)
-    raw, why = read_raw_traces(path)
+    raw, why = read_raw_traces(path, new_result_key())
     assert raw == [] and why is not None and problem in why
-    path.write_text(json.dumps({"traces": [1]}))
-    assert read_raw_traces(path) == ([1], None)
+
+
+def test_only_a_result_signed_with_the_evaluation_key_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "result.json"
+    key = new_result_key()
+    path.write_text(signed_result({"traces": [1]}, key))
+    assert read_raw_traces(path, key) == ([1], None)
+    raw, why = read_raw_traces(path, new_result_key())
+    assert raw == [] and why is not None and "does not verify" in why
+    path.write_text(signed_result({"traces": 3}, key))
+    assert read_raw_traces(path, key) == ([], "the result file has no `traces` list")
 
 
 def test_scrubbed_env_is_an_allowlist_without_secrets(

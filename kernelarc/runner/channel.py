@@ -1,0 +1,142 @@
+"""The judge <-> worker wire: framed messages of a JSON header and an optional tensor blob.
+
+A frame is `>IQ` (header bytes, blob bytes), the UTF-8 JSON header, then the blob. Values
+(tensors and Python scalars) travel as `torch.save` bytes of compact CPU copies and are read back
+with `torch.load(weights_only=True)`, so a hostile worker cannot make the judge unpickle code;
+the receiver caps header and blob sizes before allocating. Worker replies are validated as
+`WorkerReply` (unknown keys, wrong types and NaN are errors): the judge trusts them only for
+verdicts that can hurt the candidate (a failure it reports), never for a pass.
+"""
+
+import io
+import json
+import socket
+import struct
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+_FRAME = struct.Struct(">IQ")
+MAX_HEADER_BYTES = 4 * 1024 * 1024
+
+Value = torch.Tensor | int | float | bool
+
+
+class ChannelError(Exception):
+    """The peer sent a malformed frame or a payload the receiver rejects."""
+
+
+class ChannelClosed(ChannelError):
+    """The peer closed the connection (a worker that died)."""
+
+
+class WorkerReply(BaseModel):
+    """What a worker answers to `ready`, `run` and `time` requests (untrusted)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["ready", "import_error", "compile_error", "run", "time"]
+    """Which request this answers; `import_error`/`compile_error` end the worker's start."""
+    error: str = Field(default="", max_length=MAX_HEADER_BYTES)
+    """The candidate's failure (traceback), empty on success."""
+    output_types: list[str] = Field(default_factory=list)
+    """Qualified type name of each output, taken before serialisation (run)."""
+    mutated_inputs: list[str] = Field(default_factory=list)
+    """Inputs whose bits the call changed (run)."""
+    latency_ms: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    """Median latency the worker measured (time)."""
+    timing_method: str = ""
+    """How it was measured: `cupti`, `cuda_events` or `cpu_monotonic` (time)."""
+    timing_note: str = Field(default="", max_length=64 * 1024)
+    """Why a timing fallback was taken, if one was (time)."""
+    tampered: list[str] = Field(default_factory=list)
+    """Guarded functions no longer identical to their snapshot."""
+    threads_started: int = Field(default=0, ge=0)
+    """Threads started since the worker began (hooked `Thread.start`/`start_new_thread`)."""
+    threads_alive: int = Field(default=0, ge=0)
+    """`threading.active_count()` now."""
+
+
+def send_message(sock: socket.socket, header: dict[str, Any], blob: bytes = b"") -> None:
+    """Send one frame (blocking; honours the socket's timeout)."""
+    data = json.dumps(header, allow_nan=False).encode("utf-8")
+    sock.sendall(_FRAME.pack(len(data), len(blob)) + data)
+    if blob:
+        sock.sendall(blob)
+
+
+def _reject_constant(name: str) -> Any:
+    msg = f"non-finite number {name} in a message header"
+    raise ChannelError(msg)
+
+
+def recv_message(sock: socket.socket, *, max_blob: int) -> tuple[dict[str, Any], bytes]:
+    """Receive one frame; ChannelClosed on EOF, ChannelError on a malformed or oversized one."""
+    header_len, blob_len = _FRAME.unpack(recv_exact(sock, _FRAME.size))
+    if header_len > MAX_HEADER_BYTES:
+        msg = f"message header of {header_len} bytes exceeds {MAX_HEADER_BYTES}"
+        raise ChannelError(msg)
+    if blob_len > max_blob:
+        msg = f"message payload of {blob_len} bytes exceeds the {max_blob} allowed"
+        raise ChannelError(msg)
+    try:
+        header = json.loads(recv_exact(sock, header_len), parse_constant=_reject_constant)
+    except ValueError as exc:
+        msg = f"message header is not JSON: {exc}"
+        raise ChannelError(msg) from exc
+    if not isinstance(header, dict):
+        msg = "message header is not a JSON object"
+        raise ChannelError(msg)
+    return header, recv_exact(sock, blob_len)
+
+
+def recv_exact(sock: socket.socket, size: int) -> bytes:
+    """Exactly `size` bytes; ChannelClosed when the peer closes first."""
+    buffer = bytearray(size)
+    view = memoryview(buffer)
+    got = 0
+    while got < size:
+        count = sock.recv_into(view[got:])
+        if count == 0:
+            msg = "the peer closed the connection"
+            raise ChannelClosed(msg)
+        got += count
+    return bytes(buffer)
+
+
+def pack_values(values: Sequence[Any]) -> bytes:
+    """`torch.save` bytes of the values; tensors as compact CPU copies (a view's base stays)."""
+    portable = [
+        v.detach().to(device="cpu", copy=True) if isinstance(v, torch.Tensor) else v for v in values
+    ]
+    buffer = io.BytesIO()
+    torch.save(portable, buffer)
+    return buffer.getvalue()
+
+
+def unpack_values(blob: bytes, device: str) -> list[Value]:
+    """Values saved by `pack_values`, tensors moved to `device`; ChannelError on anything else.
+
+    `weights_only=True` refuses pickled code and tensor subclasses; only plain tensors and
+    Python scalars in a list are accepted.
+    """
+    try:
+        loaded = torch.load(io.BytesIO(blob), map_location="cpu", weights_only=True)
+    except Exception as exc:  # any unpickling failure means a payload we do not accept
+        msg = f"payload rejected by torch.load(weights_only=True): {type(exc).__name__}: {exc}"
+        raise ChannelError(msg) from exc
+    if type(loaded) is not list:
+        msg = f"payload is a {type(loaded).__name__}, expected a list"
+        raise ChannelError(msg)
+    values: list[Value] = []
+    for item in loaded:
+        if type(item) is torch.Tensor:
+            values.append(item.to(device))
+        elif type(item) in (int, float, bool):
+            values.append(item)
+        else:
+            msg = f"payload holds a {type(item).__name__}, expected tensors and scalars"
+            raise ChannelError(msg)
+    return values

@@ -1,0 +1,217 @@
+"""The solution worker: the only process that imports and runs candidate code.
+
+Forked from the zygote (`kernelarc.runner.zygote`), it installs the reward-hack probes
+(`hack_checks`), stages and imports the candidate from `src/`, answers `ready` (or
+`import_error`/`compile_error`), then serves the judge's requests until the socket closes:
+
+- `run` (inputs in the blob): call the candidate once, synchronize, report the output types,
+  which inputs it changed and the probes; the outputs go back as a blob;
+- `time`: time the candidate on shifted copies of the last `run`'s inputs
+  (`memory_pool.ShiftingInputPool`, `timing.measure_latency`) and report the median.
+
+Nothing here is trusted by the judge for a pass: it recomputes the verdict from the outputs it
+receives and checks the reported latency against its own clock.
+"""
+
+import logging
+import os
+import socket
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernelarc.runner import channel, correctness, hack_checks, inputs, memory_pool, timing
+from kernelarc.runner.channel import ChannelClosed, WorkerReply, recv_message, send_message
+from kernelarc.runner.correctness import OutputFormatError, collect_outputs
+from kernelarc.runner.hack_checks import Guards, ThreadMonitor, ban_cpp_extension, same_bits
+from kernelarc.runner.inputs import allocate_outputs
+from kernelarc.runner.memory_pool import ShiftingInputPool
+from kernelarc.runner.outcome import cap_log
+from kernelarc.runner.result_key import set_dumpable
+from kernelarc.runner.staging import BuildError, build_solution, load_entry, write_sources
+from kernelarc.schema import EvalRequest, Workload
+from kernelarc.schema.solution import PYTHON_LANGUAGES
+
+logger = logging.getLogger(__name__)
+
+# Requests come from the judge, which is trusted; inputs can be large (GPU workloads).
+_MAX_REQUEST_BLOB = 1 << 40
+
+
+@dataclass
+class _Worker:
+    sock: socket.socket
+    request: EvalRequest
+    monitor: ThreadMonitor
+    guards: Guards
+    entry: Any = None
+    last_inputs: list[Any] = field(default_factory=list)
+    last_workload: Workload | None = None
+
+
+def worker_main(sock: socket.socket, request: EvalRequest, root: Path) -> None:
+    """Serve one judge connection, then end the process (never returns)."""
+    code = 0
+    try:
+        set_dumpable(True)  # the candidate's own /proc/self stays usable; the judge stays closed
+        worker = _install(sock, request)
+        if _start(worker, root):
+            _serve(worker)
+    except ChannelClosed:
+        pass
+    except BaseException:  # the worker's own failure; the judge sees a closed socket
+        logger.exception("solution worker failed")
+        code = 70
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _install(sock: socket.socket, request: EvalRequest) -> _Worker:
+    monitor = ThreadMonitor()
+    python = bool(set(request.solution.spec.languages) & PYTHON_LANGUAGES)
+    if python:
+        ban_cpp_extension()
+    ours = sys.modules[__name__]
+    modules = [ours, channel, correctness, hack_checks, inputs, memory_pool, timing]
+    guards = Guards(modules, cpp_banned=python)
+    return _Worker(sock=sock, request=request, monitor=monitor, guards=guards)
+
+
+def _reply(worker: _Worker, kind: str, blob: bytes = b"", **fields: Any) -> None:
+    if "error" in fields:
+        fields["error"] = cap_log(str(fields["error"]))
+    reply = WorkerReply.model_validate(
+        {
+            "kind": kind,
+            "tampered": worker.guards.tampered(),
+            "threads_started": worker.monitor.started,
+            "threads_alive": worker.monitor.alive(),
+            **fields,
+        }
+    )
+    send_message(worker.sock, reply.model_dump(mode="json"), blob)
+
+
+def _start(worker: _Worker, root: Path) -> bool:
+    solution = worker.request.solution
+    try:
+        src = write_sources(solution, root)
+        build_solution(solution, src)
+        worker.entry = load_entry(solution, src)
+    except BuildError as exc:
+        _reply(worker, "compile_error", error=str(exc))
+        return False
+    except BaseException:  # SystemExit at import is a failed import, not a worker exit
+        _reply(worker, "import_error", error=traceback.format_exc())
+        return False
+    _reply(worker, "ready")
+    return True
+
+
+def _serve(worker: _Worker) -> None:
+    while True:
+        header, blob = recv_message(worker.sock, max_blob=_MAX_REQUEST_BLOB)
+        kind = header.get("kind")
+        if kind == "run":
+            _handle_run(worker, int(header["workload"]), blob)
+        elif kind == "time":
+            _handle_time(worker, header)
+        else:
+            return
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def _clone(values: list[Any]) -> list[Any]:
+    return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _type_name(value: Any) -> str:
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _call(worker: _Worker, workload: Workload, args: list[Any]) -> list[Any]:
+    req = worker.request
+    if req.solution.spec.destination_passing_style:
+        outputs: list[Any] = allocate_outputs(req.definition, workload, req.device)
+        worker.entry(*args, *outputs)
+    else:
+        outputs = collect_outputs(worker.entry(*args), req.definition, req.device)
+    _sync(req.device)
+    return outputs
+
+
+def _handle_run(worker: _Worker, index: int, blob: bytes) -> None:
+    req = worker.request
+    workload = req.workloads[index]
+    args = channel.unpack_values(blob, req.device)
+    pristine = _clone(args)
+    worker.last_inputs, worker.last_workload = pristine, workload
+    try:
+        outputs = _call(worker, workload, args)
+    except OutputFormatError as exc:
+        _reply(worker, "run", error=f"solution output: {exc}")
+        return
+    except BaseException:  # SystemExit/KeyboardInterrupt from the candidate too
+        _reply(worker, "run", error=f"solution failed\n{traceback.format_exc()}")
+        return
+    types = [_type_name(out) for out in outputs]
+    if any(type(out) is not torch.Tensor for out in outputs):
+        _reply(worker, "run", output_types=types)  # the judge rules; nothing lazy is touched
+        return
+    wanted = torch.device(req.device).type
+    for name, out in zip(req.definition.outputs, outputs, strict=True):
+        if out.device.type != wanted:
+            message = f"solution output: {name!r} is on {out.device}, expected {req.device}"
+            _reply(worker, "run", error=message)
+            return
+    names = list(req.definition.inputs)
+    mutated = [
+        name
+        for name, before, after in zip(names, pristine, args, strict=True)
+        if not same_bits(before, after)
+    ]
+    payload = channel.pack_values(outputs)
+    _reply(worker, "run", payload, output_types=types, mutated_inputs=mutated)
+
+
+def _handle_time(worker: _Worker, header: dict[str, Any]) -> None:
+    req = worker.request
+    workload = worker.last_workload
+    if workload is None:
+        _reply(worker, "time", error="timing requested before any run")
+        return
+    warmup, iterations = int(header["warmup"]), int(header["iterations"])
+    try:
+        outputs = (
+            allocate_outputs(req.definition, workload, req.device)
+            if req.solution.spec.destination_passing_style
+            else []
+        )
+        pool = ShiftingInputPool(worker.last_inputs, outputs, warmup + iterations)
+        measured = timing.measure_latency(
+            worker.entry,
+            pool.next_args,
+            device=req.device,
+            warmup=warmup,
+            iterations=iterations,
+            flush_l2=bool(header["flush_l2"]),
+        )
+    except BaseException:
+        _reply(worker, "time", error=f"timing the solution failed\n{traceback.format_exc()}")
+        return
+    _reply(
+        worker,
+        "time",
+        latency_ms=measured.median_ms,
+        timing_method=measured.method,
+        timing_note=measured.note,
+    )

@@ -1,0 +1,173 @@
+"""The judge's handle on one solution worker: requests with a time budget, death detection.
+
+Every exchange runs under the workload's remaining budget (`EvalRequest.workload_timeout_s`,
+None = unbounded; the host's wall-clock timeout still bounds the whole run). A worker that
+closes its socket, breaks the protocol or overruns the budget raises `WorkerDied` or
+`WorkerTimedOut`; the judge then `stop()`s it (SIGKILL + reap, which says how it ended) and
+starts a fresh one for the next workload.
+"""
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from pydantic import ValidationError
+
+from kernelarc.runner.channel import (
+    ChannelError,
+    WorkerReply,
+    pack_values,
+    recv_message,
+    send_message,
+)
+from kernelarc.runner.zygote import Zygote, describe_wait_status
+from kernelarc.schema import TimingConfig
+
+
+class WorkerDied(Exception):
+    """The worker closed its socket, or sent something the protocol does not allow."""
+
+
+class WorkerTimedOut(Exception):
+    """The workload's time budget ran out while waiting for the worker."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A worker's answer to one `run` request, with the judge's own measurements."""
+
+    reply: WorkerReply
+    blob: bytes
+    round_trip_s: float
+    """Judge-measured wall time from sending the inputs to having the outputs."""
+    pack_s: float
+    """Judge-side serialisation CPU time of the inputs."""
+    cpu_s: float | None
+    """The worker's CPU time over the round trip (see `WorkerClient.cpu_time_s`), if readable."""
+
+
+_REPLY_HEADER_ONLY = 0
+
+
+class WorkerClient:
+    """One forked worker; not reusable after `stop()`."""
+
+    def __init__(self, zygote: Zygote) -> None:
+        """Fork a worker (it starts importing the candidate at once)."""
+        self._zygote = zygote
+        self.pid, self._sock = zygote.spawn()
+        self.budget_s: float | None = None
+        self._stopped: str | None = None
+        self._sent_at = time.perf_counter()
+
+    def wait_ready(self) -> WorkerReply:
+        """The worker's start reply: `ready`, `import_error` or `compile_error`."""
+        reply, _, _ = self._receive(("ready", "import_error", "compile_error"), 0)
+        return reply
+
+    def run(self, workload: int, inputs: Sequence[Any], max_blob: int) -> RunResult:
+        """Ask for one call on `inputs` (a copy travels); outputs come back as a blob."""
+        started = time.thread_time()  # CPU time: preemption on a loaded host is not counted
+        blob = pack_values(inputs)
+        pack_s = time.thread_time() - started
+        cpu_before = self.cpu_time_s()
+        self._send({"kind": "run", "workload": workload}, blob)
+        reply, out, elapsed = self._receive(("run",), max_blob)
+        cpu_after = self.cpu_time_s()
+        cpu_s = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
+        return RunResult(reply=reply, blob=out, round_trip_s=elapsed, pack_s=pack_s, cpu_s=cpu_s)
+
+    def cpu_time_s(self) -> float | None:
+        """CPU seconds the worker used so far, as the kernel accounts them (unforgeable).
+
+        max(main thread's time on CPU from /proc/PID/schedstat, all threads' utime+stime from
+        /proc/PID/stat divided by torch's intra-op thread count): time spent waiting for a
+        CPU on a loaded host is not in it, and a kernel's own worker threads count at most
+        once. None when /proc/PID is not this worker (a PID namespace without its own /proc).
+        """
+        try:
+            fields = Path(f"/proc/{self.pid}/stat").read_text().rpartition(")")[2].split()
+            if int(fields[1]) != self._zygote.pid:
+                return None  # not our worker: /proc is not this PID namespace's
+            ticks = int(fields[11]) + int(fields[12])  # utime, stime
+        except (OSError, ValueError, IndexError):
+            return None
+        total = ticks / os.sysconf("SC_CLK_TCK") / max(1, torch.get_num_threads())
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            main = int(Path(f"/proc/{self.pid}/schedstat").read_text().split()[0]) / 1e9
+            return max(main, total)
+        return total
+
+    def time(self, config: TimingConfig) -> WorkerReply:
+        """Ask for the median latency over the last run's inputs."""
+        header = {
+            "kind": "time",
+            "warmup": config.warmup,
+            "iterations": config.iterations,
+            "flush_l2": config.flush_l2,
+        }
+        self._send(header, b"")
+        reply, _, _ = self._receive(("time",), _REPLY_HEADER_ONLY)
+        return reply
+
+    def stop(self) -> str:
+        """Kill and reap the worker; how it ended (`exited with code 3`, ...)."""
+        if self._stopped is None:
+            self._sock.close()
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            self._stopped = describe_wait_status(self._zygote.reap(self.pid))
+        return self._stopped
+
+    def _timeout(self) -> float | None:
+        if self.budget_s is None:
+            return None
+        if self.budget_s <= 0:
+            raise WorkerTimedOut
+        return self.budget_s
+
+    def _charge(self, seconds: float) -> None:
+        if self.budget_s is not None:
+            self.budget_s -= seconds
+
+    def _send(self, header: dict[str, Any], blob: bytes) -> None:
+        self._sock.settimeout(self._timeout())
+        started = time.perf_counter()
+        self._sent_at = started
+        try:
+            send_message(self._sock, header, blob)
+        except TimeoutError as exc:
+            raise WorkerTimedOut from exc
+        except OSError as exc:
+            msg = f"the worker stopped reading: {exc}"
+            raise WorkerDied(msg) from exc
+        finally:
+            self._charge(time.perf_counter() - started)
+
+    def _receive(self, kinds: tuple[str, ...], max_blob: int) -> tuple[WorkerReply, bytes, float]:
+        self._sock.settimeout(self._timeout())
+        started = time.perf_counter()
+        try:
+            header, blob = recv_message(self._sock, max_blob=max_blob)
+        except TimeoutError as exc:
+            raise WorkerTimedOut from exc
+        except (ChannelError, OSError) as exc:
+            raise WorkerDied(str(exc)) from exc
+        finally:
+            self._charge(time.perf_counter() - started)
+        elapsed = time.perf_counter() - self._sent_at
+        try:
+            reply = WorkerReply.model_validate(header)
+        except ValidationError as exc:
+            msg = f"the worker sent an invalid reply: {exc}"
+            raise WorkerDied(msg) from exc
+        if reply.kind not in kinds:
+            msg = f"the worker answered {reply.kind!r} where {kinds} was expected"
+            raise WorkerDied(msg)
+        return reply, blob, elapsed

@@ -1,0 +1,5 @@
+import sys
+
+
+def run(x, y):
+    sys.exit(0)
