@@ -1,7 +1,11 @@
-"""The campaign loop: agents propose, the sandbox evaluates, the judge decides, tracking records.
+"""The campaign loop: agents propose, the guard screens, the sandbox evaluates, the guard judges,
+tracking records.
 
 Each agent runs in its own thread; evaluations are bounded by `budget.max_parallel` slots and by
-one shared candidate budget. An attempt is appended to attempts.jsonl before anything else sees it.
+one shared candidate budget. A blocked proposal (static rules) never reaches a sandbox. A passing
+candidate is judged under the guard lock, so the incumbent cannot change while the guard re-times
+and confirms it (those extra evaluations take slots but not budget). An attempt is appended to
+attempts.jsonl before anything else sees it.
 """
 
 import logging
@@ -15,11 +19,24 @@ from typing import Literal
 
 from kernelarc.agents import Agent, AgentContext, make_team
 from kernelarc.campaign.device import resolve_device
-from kernelarc.campaign.judge import judge, score_traces
 from kernelarc.campaign.run_record import CampaignRecord, write_campaign_record
 from kernelarc.config import CampaignConfig
 from kernelarc.errors import KernelarcError, SandboxError
 from kernelarc.execution import Sandbox, make_sandbox
+from kernelarc.guard import (
+    Challenge,
+    Score,
+    blocking,
+    guard_settings,
+    is_challenger,
+    judge_attempt,
+    roofline_for,
+    roofline_message,
+    run_challenge,
+    scan_solution,
+    score_traces,
+)
+from kernelarc.guard.verdict import Judgement
 from kernelarc.problems.builtin_set import resolve_problem
 from kernelarc.problems.files import Problem
 from kernelarc.schema import (
@@ -32,6 +49,7 @@ from kernelarc.schema import (
     Verdict,
     utc_now,
 )
+from kernelarc.schema.guard_record import GuardRecord, GuardSettings
 from kernelarc.tracking import Tracker
 from kernelarc.tracking.attempts_log import AttemptLog
 
@@ -52,8 +70,11 @@ class CampaignState:
     best: Attempt | None = None
     failures: int = 0
     infra_failures_in_a_row: int = 0
+    guard_evaluations: int = 0
     aborted: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
+    guard_lock: threading.Lock = field(default_factory=threading.Lock)
+    """Held while a passing candidate is judged: the incumbent is stable meanwhile."""
 
     @property
     def best_speedup(self) -> float | None:
@@ -76,6 +97,8 @@ class CampaignSummary:
     failures: int
     best: Attempt | None
     status: str
+    guard_evaluations: int = 0
+    """Extra sandbox evaluations the guard made (re-timing, confirmation); not in the budget."""
 
 
 def run_campaign(
@@ -83,21 +106,19 @@ def run_campaign(
     run_dir: Path,
     tracker: Tracker,
     on_attempt: ProgressCallback | None = None,
+    team: list[Agent] | None = None,
 ) -> CampaignSummary:
     """Run one campaign into `run_dir` and return its summary.
+
+    `team` replaces the team built from `cfg.agents.team` (scripted agents in tests).
 
     Raises:
         ConfigError: the problem, device or team cannot be set up (nothing is evaluated then).
     """
     problem = resolve_problem(cfg.problem, cfg.workloads)
     device = resolve_device(cfg.device)
-    team = make_team(list(cfg.agents.team), cfg.seed)
-    sandbox = make_sandbox(
-        cfg.sandbox.kind,
-        gpu=cfg.sandbox.gpu,
-        memory_limit_gb=cfg.sandbox.memory_limit_gb,
-        network=cfg.sandbox.network,
-    )
+    team = team if team is not None else make_team(list(cfg.agents.team), cfg.seed)
+    sandbox = make_sandbox(cfg.sandbox.kind, **cfg.sandbox.options())
     run_dir.mkdir(parents=True, exist_ok=True)
     problem_copy = _copy_problem(problem, run_dir / "problem", cfg.workloads)
     record = CampaignRecord(
@@ -126,10 +147,16 @@ def run_campaign(
         threading.Thread(target=worker.run, args=(agent,), name=f"agent-{agent.name}", daemon=True)
         for agent in team
     ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        # Warm sandboxes (the Docker pool) hold containers until closed.
+        close = getattr(sandbox, "close", None)
+        if callable(close):
+            close()
     status = "FAILED" if state.aborted else "FINISHED"
     passed = sum(1 for a in state.attempts if a.status == EvalStatus.PASSED)
     write_campaign_record(
@@ -153,6 +180,7 @@ def run_campaign(
         failures=state.failures,
         best=state.best,
         status=status,
+        guard_evaluations=state.guard_evaluations,
     )
 
 
@@ -190,6 +218,7 @@ class _AgentWorker:
         self.on_attempt = on_attempt
         warmup, iterations = cfg.eval.timing_for(device)
         self.timing = TimingConfig(warmup=warmup, iterations=iterations)
+        self.settings: GuardSettings = guard_settings(cfg.guard, device)
 
     def run(self, agent: Agent) -> None:
         duplicates = 0
@@ -223,13 +252,12 @@ class _AgentWorker:
                     return
                 duplicates = 0
                 self.state.seen_ids.add(proposal.id)
+                ordinal = self.state.reserved
                 self.state.reserved += 1
-            self._evaluate_and_record(proposal)
+            self._screen_evaluate_and_record(proposal, ordinal)
 
-    def _evaluate_and_record(self, proposal: Proposal) -> None:
-        started = utc_now()
-        t0 = time.monotonic()
-        request = EvalRequest(
+    def _request(self, proposal: Proposal) -> EvalRequest:
+        return EvalRequest(
             definition=self.problem.definition,
             workloads=list(self.problem.workloads),
             solution=proposal.solution,
@@ -239,56 +267,150 @@ class _AgentWorker:
             timing=self.timing,
             problem_dir=str(self.problem.path.resolve()),
         )
-        result: EvalResult | None
+
+    def _evaluate(self, request: EvalRequest) -> EvalResult:
+        """One sandboxed evaluation in an evaluation slot; raises SandboxError."""
         with self.slots:
-            try:
-                result = self.sandbox.evaluate(request, timeout_s=self.cfg.eval.timeout_s)
-            except SandboxError as exc:
-                logger.error("sandbox failed on %s: %s", proposal.id, exc)
-                result, error = None, f"{type(exc).__name__}: {exc}"
-            else:
-                error = ""
-        with self.state.lock:
-            self._record(proposal, result, error, started, time.monotonic() - t0)
+            return self.sandbox.evaluate(request, timeout_s=self.cfg.eval.timeout_s)
+
+    def _screen_evaluate_and_record(self, proposal: Proposal, ordinal: int) -> None:
+        started = utc_now()
+        t0 = time.monotonic()
+        findings = scan_solution(proposal.solution)
+        record = GuardRecord(settings=self.settings, findings=findings)
+        if blocking(findings) and self.settings.block_static:
+            logger.warning(
+                "proposal %s blocked by static rules %s",
+                proposal.id,
+                sorted({f.rule for f in blocking(findings)}),
+            )
+            with self.state.lock:
+                self._record(proposal, None, record, "", started, 0.0)
+            return
+        request = self._request(proposal)
+        result: EvalResult | None
+        try:
+            result = self._evaluate(request)
+        except SandboxError as exc:
+            logger.error("sandbox failed on %s: %s", proposal.id, exc)
+            result, error = None, f"{type(exc).__name__}: {exc}"
+        else:
+            error = ""
+        wall = time.monotonic() - t0
+        if result is None or not self.settings.enabled:
+            with self.state.lock:
+                self._record(proposal, result, record, error, started, wall)
+            return
+        score = score_traces(result.traces)
+        if score.status != EvalStatus.PASSED:
+            with self.state.lock:
+                self._record(proposal, result, record, error, started, wall)
+            return
+        # A passing candidate: judged under the guard lock so the incumbent stays put.
+        with self.state.guard_lock:
+            with self.state.lock:
+                incumbent = self.state.best
+            record = self._measure(proposal, request, result, score, record, incumbent, ordinal)
+            with self.state.lock:
+                self._record(proposal, result, record, error, started, wall)
+
+    def _measure(
+        self,
+        proposal: Proposal,
+        request: EvalRequest,
+        result: EvalResult,
+        score: Score,
+        record: GuardRecord,
+        incumbent: Attempt | None,
+        ordinal: int,
+    ) -> GuardRecord:
+        """Roofline bounds, then re-timing and confirmation for a challenger."""
+        hardware = next(
+            (t.evaluation.environment.hardware for t in result.traces if t.evaluation), ""
+        )
+        device_key, bounds = roofline_for(
+            self.cfg.guard,
+            self.problem.definition,
+            list(self.problem.workloads),
+            self.device,
+            hardware,
+        )
+        record = record.model_copy(
+            update={
+                "roofline": bounds,
+                "device": device_key,
+                "incumbent_id": incumbent.proposal.id if incumbent else None,
+                "incumbent_index": incumbent.index if incumbent else None,
+            }
+        )
+        incumbent_speedup = incumbent.speedup if incumbent else None
+        if not is_challenger(score.speedup, incumbent_speedup):
+            return record
+        if roofline_message(score.latencies_ms, record):
+            return record
+        challenge = Challenge(
+            proposal=proposal,
+            incumbent=incumbent,
+            request=request,
+            confirm_seed=self.cfg.eval.seed + 1 + ordinal,
+        )
+        return run_challenge(challenge, record, self._evaluate)
 
     def _record(
-        self, proposal: Proposal, result: EvalResult | None, error: str, started: str, wall: float
+        self,
+        proposal: Proposal,
+        result: EvalResult | None,
+        record: GuardRecord,
+        error: str,
+        started: str,
+        wall: float,
     ) -> None:
         state = self.state
+        score: Score | None = score_traces(result.traces) if result is not None else None
+        incumbent_speedup = state.best_speedup
+        judgement = _judge(score, record, incumbent_speedup)
         if result is not None:
-            score = score_traces(result.traces)
-            verdict = judge(score, state.best_speedup)
-            traces, stderr_tail = result.traces, result.stderr_tail
-            status: EvalStatus | Literal["INFRA_ERROR"] = score.status
             state.infra_failures_in_a_row = 0
-        else:
-            score, verdict, traces, stderr_tail = None, Verdict.INFRA_ERROR, [], ""
-            status = "INFRA_ERROR"
+        elif judgement.status == "INFRA_ERROR":
             state.infra_failures_in_a_row += 1
             if state.infra_failures_in_a_row >= self.cfg.budget.max_infra_failures:
                 state.aborted = f"{state.infra_failures_in_a_row} infrastructure failures in a row"
+        new_best = judgement.verdict == Verdict.NEW_BEST
+        passed_score = score if score is not None and score.status == EvalStatus.PASSED else None
         attempt = Attempt(
             index=len(state.attempts),
             problem=self.problem.name,
             proposal=proposal,
-            status=status,
-            traces=traces,
-            speedup=score.speedup if score else None,
-            latency_ms=score.latency_ms if score else None,
-            verdict=verdict,
+            status=judgement.status,
+            traces=result.traces if result is not None else [],
+            speedup=passed_score.speedup if passed_score else None,
+            latency_ms=passed_score.latency_ms if passed_score else None,
+            verdict=judgement.verdict,
             best_speedup_after=(
-                score.speedup if verdict == Verdict.NEW_BEST and score else state.best_speedup
+                passed_score.speedup if new_best and passed_score else state.best_speedup
             ),
             started_at=started,
             finished_at=utc_now(),
             wall_s=round(wall, 3),
-            stderr_tail=stderr_tail,
+            stderr_tail=result.stderr_tail if result is not None else "",
             error=error,
+            confirmed=judgement.confirmed,
+            guard=record.model_copy(update={"reason": judgement.reason}),
         )
         # attempts.jsonl first: it is the source of truth if anything after this fails.
         self.log.append(attempt)
         state.attempts.append(attempt)
-        if verdict == Verdict.NEW_BEST:
+        state.guard_evaluations += record.extra_evaluations
+        if record.extra_evaluations:
+            logger.info(
+                "attempt %d (%s): %s after %d guard evaluations: %s",
+                attempt.index,
+                proposal.id,
+                judgement.verdict,
+                record.extra_evaluations,
+                judgement.reason,
+            )
+        if new_best:
             state.best = attempt
         if attempt.status != EvalStatus.PASSED:
             state.failures += 1
@@ -298,3 +420,11 @@ class _AgentWorker:
             logger.exception("tracking failed for attempt %d; attempts.jsonl has it", attempt.index)
         if self.on_attempt is not None:
             self.on_attempt(attempt, state)
+
+
+def _judge(score: Score | None, record: GuardRecord, incumbent_speedup: float | None) -> Judgement:
+    """The guard's verdict; no score means blocked before evaluation or a sandbox failure."""
+    if score is None:
+        status: EvalStatus | Literal["INFRA_ERROR"] = "INFRA_ERROR"
+        return judge_attempt(status, None, (), record, incumbent_speedup)
+    return judge_attempt(score.status, score.speedup, score.latencies_ms, record, incumbent_speedup)

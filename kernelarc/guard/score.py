@@ -1,13 +1,14 @@
-"""Pure verdict logic: from an evaluation's traces to an attempt's status, scores and verdict.
+"""Summarize an evaluation's per-workload traces: overall status, geometric-mean speedup and
+latency, and the latency vector the guard compares.
 
-The walking skeleton accepts naively (a higher geometric-mean speedup is a new best); the
-noise-aware benchmark guard replaces this in its own issue.
+Place in the flow: the campaign loop scores every sandbox result; `verdict.py` and `replay.py`
+score recorded traces the same way.
 """
 
 import math
 from dataclasses import dataclass
 
-from kernelarc.schema import EvalStatus, Trace, Verdict
+from kernelarc.schema import EvalStatus, Trace
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,8 @@ class Score:
     """Geometric-mean speedup over workloads (PASSED only)."""
     latency_ms: float | None
     """Geometric-mean latency over workloads (PASSED only)."""
+    latencies_ms: tuple[float, ...] = ()
+    """Median latency per workload, in order (PASSED only)."""
 
 
 def score_traces(traces: list[Trace]) -> Score:
@@ -33,18 +36,20 @@ def score_traces(traces: list[Trace]) -> Score:
         return Score(EvalStatus.RUNTIME_ERROR, None, None)
     speedups = [p.speedup_factor for p in perfs]
     latencies = [p.latency_ms for p in perfs]
-    return Score(EvalStatus.PASSED, _geomean(speedups), _geomean(latencies))
+    return Score(EvalStatus.PASSED, geomean(speedups), geomean(latencies), tuple(latencies))
 
 
-def judge(score: Score, best_speedup: float | None) -> Verdict:
-    """Naive acceptance: a passing candidate faster than the best so far is the new best."""
-    if score.status != EvalStatus.PASSED or score.speedup is None:
-        return Verdict.FAILED
-    if best_speedup is None or score.speedup > best_speedup:
-        return Verdict.NEW_BEST
-    return Verdict.CORRECT
+def first_failure_log(traces: list[Trace]) -> str:
+    """The log of the first workload that did not pass (empty if none)."""
+    for trace in traces:
+        if trace.evaluation is None:
+            return "no evaluation"
+        if trace.evaluation.status != EvalStatus.PASSED:
+            return f"{trace.workload.uuid}: {trace.evaluation.status}: {trace.evaluation.log}"
+    return ""
 
 
-def _geomean(values: list[float]) -> float:
+def geomean(values: list[float]) -> float:
+    """Geometric mean; values are clamped at 1e-12 so a zero does not take the log of 0."""
     positive = [max(v, 1e-12) for v in values]
     return math.exp(sum(math.log(v) for v in positive) / len(positive))

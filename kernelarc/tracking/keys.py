@@ -102,6 +102,8 @@ STATUS_CODES: Mapping[str, int] = MappingProxyType(
         EvalStatus.TIMEOUT.value: 6,
         EvalStatus.REWARD_HACK.value: 7,
         EvalStatus.INVALID_REFERENCE.value: 8,
+        "REJECTED_STATIC": 9,
+        "REJECTED_GUARD": 10,
         INFRA_ERROR: 100,
     }
 )

@@ -1,0 +1,54 @@
+"""From the typed config to what the guard records: per-device settings and roofline bounds.
+
+Place in the flow: the campaign loop calls `guard_settings` once per campaign and
+`roofline_for` per judged attempt (the GPU name comes from the attempt's traces).
+"""
+
+from kernelarc.config import GuardConfig
+from kernelarc.guard.roofline import Ceiling, roofline_bounds
+from kernelarc.schema import Definition, Workload
+from kernelarc.schema.guard_record import GuardSettings, RooflineBound
+
+
+def guard_settings(cfg: GuardConfig, device: str) -> GuardSettings:
+    """The recorded settings for a device (`max_repeats: null` resolves per device here)."""
+    low, high = cfg.repeats_for(device)
+    roofline_on = cfg.enabled and cfg.roofline.enabled
+    return GuardSettings(
+        enabled=cfg.enabled,
+        block_static=cfg.block_static,
+        min_gain=cfg.min_gain,
+        min_repeats=low,
+        max_repeats=high,
+        confidence=cfg.confidence,
+        resamples=cfg.resamples,
+        bootstrap_seed=cfg.bootstrap_seed,
+        confirm=cfg.enabled and cfg.confirm,
+        roofline_slack=cfg.roofline.slack if roofline_on else None,
+    )
+
+
+def roofline_for(
+    cfg: GuardConfig,
+    definition: Definition,
+    workloads: list[Workload],
+    device: str,
+    hardware: str,
+) -> tuple[str, list[RooflineBound]]:
+    """(ceiling table key, bound per workload); ('', []) when the check is off.
+
+    A definition whose axes a workload does not resolve gets no bounds (the runner reports
+    that workload's error; the guard does not guess).
+    """
+    if not (cfg.enabled and cfg.roofline.enabled):
+        return "", []
+    key, ceiling = cfg.roofline.ceiling_for(device, hardware)
+    try:
+        bounds = roofline_bounds(
+            definition,
+            workloads,
+            Ceiling(ceiling.copy_bytes_per_s, ceiling.matmul_flops_per_s),
+        )
+    except (ValueError, KeyError):
+        return key, []
+    return key, bounds

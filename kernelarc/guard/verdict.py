@@ -1,0 +1,162 @@
+"""Verdicts as pure functions of recorded measurements.
+
+Place in the flow: the campaign loop calls `judge_attempt` once the guard's measurements for an
+attempt are complete; `replay.py` calls it again on every line of attempts.jsonl and must reach
+the same verdict. Nothing here measures, reads a clock or draws an unseeded random number.
+
+Order of the rules (first match decides):
+1. a blocking static finding (and `block_static`)     -> REJECTED_STATIC, FAILED
+2. the evaluation did not pass                        -> its status, FAILED (INFRA_ERROR stays)
+3. guard off: faster than the incumbent               -> NEW_BEST, else CORRECT (naive)
+4. any latency below the roofline bound * (1 - slack) -> REJECTED_GUARD, FAILED
+5. not faster than the incumbent                      -> CORRECT
+6. the challenger fails a re-timing evaluation       -> REJECTED_GUARD, FAILED
+7. incumbent exists and re-timing does not accept     -> CHALLENGER (status PASSED)
+8. confirmation on fresh inputs missing or failed     -> REJECTED_GUARD, FAILED
+9. otherwise                                          -> NEW_BEST (confirmed when confirm is on)
+"""
+
+from dataclasses import dataclass
+from typing import Literal
+
+from kernelarc.guard.bootstrap import decide_samples
+from kernelarc.guard.roofline import below_speed_of_light
+from kernelarc.schema import EvalStatus, Verdict
+from kernelarc.schema.guard_record import GuardRecord, RooflineBound
+
+AttemptStatus = EvalStatus | Literal["INFRA_ERROR", "REJECTED_STATIC", "REJECTED_GUARD"]
+"""Every status an Attempt can carry."""
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The acceptance decision for one attempt."""
+
+    verdict: Verdict
+    """FAILED, CORRECT, CHALLENGER, NEW_BEST (or INFRA_ERROR)."""
+    status: AttemptStatus
+    """The attempt's status (the evaluation's, or the guard's REJECTED_*)."""
+    confirmed: bool
+    """NEW_BEST accepted by the guard (re-timed if there was an incumbent, and confirmed)."""
+    reason: str
+    """One line."""
+
+
+def is_challenger(speedup: float | None, incumbent_speedup: float | None) -> bool:
+    """A passing candidate with a higher single-measurement speedup than the incumbent's."""
+    if speedup is None:
+        return False
+    return incumbent_speedup is None or speedup > incumbent_speedup
+
+
+def roofline_violation(
+    latencies: list[tuple[str, list[float]]], bounds: list[RooflineBound], slack: float
+) -> str:
+    """The first (source, workload) latency below speed of light, as a message; '' if none."""
+    for source, values in latencies:
+        for value, bound in zip(values, bounds, strict=False):
+            if below_speed_of_light(value, bound, slack):
+                return (
+                    f"faster than the speed of light: {source} latency {value:.6g} ms on "
+                    f"{bound.workload} < roofline bound {bound.bound_ms:.6g} ms x (1 - {slack})"
+                )
+    return ""
+
+
+def roofline_message(latencies_ms: tuple[float, ...], record: GuardRecord) -> str:
+    """Why the attempt's measured latencies (evaluation, re-timing, confirmation) beat the
+    roofline bound; '' when none does or the check is off."""
+    slack = record.settings.roofline_slack
+    if slack is None or not record.roofline:
+        return ""
+    return roofline_violation(_measured_latencies(latencies_ms, record), record.roofline, slack)
+
+
+def _measured_latencies(
+    latencies_ms: tuple[float, ...], record: GuardRecord
+) -> list[tuple[str, list[float]]]:
+    found = [("evaluation", list(latencies_ms))]
+    for sample in record.samples:
+        if sample.role == "challenger" and sample.latencies_ms:
+            found.append((f"re-timing round {sample.round}", sample.latencies_ms))
+    if record.confirmation is not None and record.confirmation.latencies_ms:
+        found.append(("confirmation", record.confirmation.latencies_ms))
+    return found
+
+
+def judge_attempt(
+    eval_status: EvalStatus | Literal["INFRA_ERROR"],
+    speedup: float | None,
+    latencies_ms: tuple[float, ...],
+    record: GuardRecord,
+    incumbent_speedup: float | None,
+) -> Judgement:
+    """Decide an attempt from its evaluation score, the guard's record and the incumbent's
+    speedup at the time (None when there was none). See the module docstring for the order."""
+    settings = record.settings
+    blocked = [f for f in record.findings if f.severity == "block"]
+    if blocked and settings.block_static:
+        rules = ", ".join(sorted({f.rule for f in blocked}))
+        return Judgement(Verdict.FAILED, "REJECTED_STATIC", False, f"static rules {rules}")
+    if eval_status == "INFRA_ERROR":
+        return Judgement(Verdict.INFRA_ERROR, "INFRA_ERROR", False, "infrastructure error")
+    if eval_status != EvalStatus.PASSED or speedup is None:
+        return Judgement(Verdict.FAILED, eval_status, False, f"evaluation {eval_status}")
+    challenger = is_challenger(speedup, incumbent_speedup)
+    if not settings.enabled:
+        verdict = Verdict.NEW_BEST if challenger else Verdict.CORRECT
+        return Judgement(verdict, EvalStatus.PASSED, False, "naive acceptance (guard off)")
+    return _judge_guarded(latencies_ms, record, incumbent_speedup, challenger=challenger)
+
+
+def _judge_guarded(
+    latencies_ms: tuple[float, ...],
+    record: GuardRecord,
+    incumbent_speedup: float | None,
+    *,
+    challenger: bool,
+) -> Judgement:
+    """Rules 4-9 for a passing attempt with the guard on."""
+    settings = record.settings
+    violation = roofline_message(latencies_ms, record)
+    if violation:
+        return Judgement(Verdict.FAILED, "REJECTED_GUARD", False, violation)
+    if not challenger:
+        return Judgement(Verdict.CORRECT, EvalStatus.PASSED, False, "not faster than incumbent")
+    flaky = [
+        s
+        for s in record.samples
+        if s.role == "challenger" and s.status not in (EvalStatus.PASSED, "INFRA_ERROR")
+    ]
+    if flaky:
+        reason = f"challenger ended {flaky[0].status} in re-timing round {flaky[0].round}"
+        return Judgement(Verdict.FAILED, "REJECTED_GUARD", False, reason)
+    if incumbent_speedup is not None:
+        decision = decide_samples(record.samples, settings)
+        if decision.outcome != "accept":
+            reason = f"re-timing {decision.outcome}: {_describe(decision.ratio, decision.ci_low)}"
+            if decision.ci_high is not None:
+                reason += f"..{decision.ci_high:.4f}"
+            if decision.reason:
+                reason += f" ({decision.reason})"
+            return Judgement(Verdict.CHALLENGER, EvalStatus.PASSED, False, reason)
+    if settings.confirm:
+        confirmation = record.confirmation
+        if confirmation is None:
+            return Judgement(Verdict.FAILED, "REJECTED_GUARD", False, "not confirmed")
+        if confirmation.status != EvalStatus.PASSED:
+            reason = f"confirmation on seed {confirmation.seed} ended {confirmation.status}"
+            if confirmation.log:
+                reason += f": {confirmation.log[:300]}"
+            return Judgement(Verdict.FAILED, "REJECTED_GUARD", False, reason)
+    reason = "accepted" + (" and confirmed" if settings.confirm else "")
+    return Judgement(Verdict.NEW_BEST, EvalStatus.PASSED, settings.confirm, reason)
+
+
+def _describe(ratio: float | None, low: float | None) -> str:
+    if ratio is None:
+        return "no ratio"
+    text = f"ratio {ratio:.4f}"
+    if low is not None:
+        text += f" CI {low:.4f}"
+    return text
