@@ -2,7 +2,9 @@
 
 `make_sandbox(kind, **options)` builds one; every sandbox implements `Sandbox.evaluate`, which
 never raises for a candidate's misbehaviour (that is a status in the traces) and raises
-`kernelarc.errors.SandboxError` only when the sandbox itself cannot run.
+`kernelarc.errors.SandboxError` only when the sandbox itself cannot run. Kinds: `local`
+(`LocalSandbox`, a hardened subprocess) and `docker` (`docker_sandbox.DockerSandbox`, imported
+only when asked for; it holds containers: call its `close()`).
 """
 
 from typing import Any, Protocol
@@ -13,7 +15,7 @@ from kernelarc.schema import EvalRequest, EvalResult
 
 __all__ = ["SANDBOX_KINDS", "LocalSandbox", "Sandbox", "make_sandbox"]
 
-SANDBOX_KINDS = ("local",)
+SANDBOX_KINDS = ("local", "docker")
 
 
 class Sandbox(Protocol):
@@ -25,12 +27,23 @@ class Sandbox(Protocol):
 
 
 def make_sandbox(kind: str, **options: Any) -> Sandbox:
-    """Build a sandbox of `kind` with its options (see the class for each kind's options)."""
-    if kind != "local":
+    """Build a sandbox of `kind` with its options (see the class for each kind's options).
+
+    Raises:
+        ConfigError: unknown kind or bad options.
+        SandboxError: `docker` and no engine can be reached.
+    """
+    if kind not in SANDBOX_KINDS:
         msg = f"unknown sandbox kind {kind!r}; valid kinds: {', '.join(SANDBOX_KINDS)}"
         raise ConfigError(msg)
+    cls: Any = LocalSandbox
+    if kind == "docker":
+        from kernelarc.execution.docker_sandbox import DockerSandbox  # docker SDK: only here
+
+        cls = DockerSandbox
     try:
-        return LocalSandbox(**options)
+        sandbox: Sandbox = cls(**options)
     except TypeError as exc:
         msg = f"sandbox kind {kind!r}: bad options {sorted(options)}: {exc}"
         raise ConfigError(msg) from exc
+    return sandbox

@@ -1,0 +1,409 @@
+"""The Docker sandbox: the runner in a warm, locked-down container per device slot (GPU hosts).
+
+The only module that imports `docker`. Per slot (`cuda:<gpu>` or `cpu`) one long-lived container
+runs `sleep infinity` under docker's init: no network, read-only root, a tmpfs /tmp, no
+capabilities, no-new-privileges, pids/memory/CPU limits, a non-root user; the problem dir is
+mounted read-only at /work/problem, a host temp dir read-write at /work/eval. Each evaluation
+is a fresh `timeout -s KILL <t> python -P -m kernelarc.runner request.json result.json` exec'd in
+its own /work/eval/<id>, the result key on its stdin; the signed result is read back on the host
+side of the mount with `result_file`, as LocalSandbox does. The container is replaced after a
+timeout, a runner crash, a poisoned CUDA context or leftover processes, so container start-up is
+paid once and no candidate can affect the next.
+"""
+
+import contextlib
+import logging
+import os
+import re
+import shutil
+import socket
+import tempfile
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+from docker.types import DeviceRequest, Ulimit
+
+from kernelarc.errors import SandboxError
+from kernelarc.execution.attach_stream import AttachStream, pump_until
+from kernelarc.execution.result_file import assemble_traces, new_result_key, read_raw_traces
+from kernelarc.schema import EvalRequest, EvalResult, EvalStatus, Trace
+
+logger = logging.getLogger(__name__)
+
+EVAL_MOUNT = "/work/eval"
+PROBLEM_MOUNT = "/work/problem"
+#: Extra seconds the host waits past the in-container `timeout` before it kills the container.
+HOST_GRACE_S = 15.0
+#: Runner log lines that mean the GPU context may be poisoned for whoever comes next.
+POISONED_CUDA = re.compile(r"illegal memory access|CUDA error|unspecified launch failure")
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
+_DOCKER_ERRORS = (docker.errors.DockerException, OSError)
+
+
+@dataclass
+class _Slot:
+    """One device slot: its lock and (while warm) its pool container."""
+
+    key: str
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    container: Any = None
+    problem_dir: str | None = None
+    pool_dir: Path | None = None
+    image_id: str = ""
+    baseline_pids: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class _ExecRun:
+    exit_code: int | None
+    timed_out: bool
+    log_tail: str
+
+
+def _default_user() -> str:
+    # The host must be able to delete what the runner writes into the eval mount.
+    return f"{os.getuid()}:{os.getgid()}" if os.getuid() != 0 else "1000:1000"
+
+
+def _remove_all(client: Any, slots: dict[str, _Slot]) -> None:
+    """Stop and remove every pool container and its eval dir (close() and the exit finalizer)."""
+    for slot in slots.values():
+        _drop_container(slot)
+    with contextlib.suppress(*_DOCKER_ERRORS):
+        client.close()
+
+
+def _drop_container(slot: _Slot) -> None:
+    container, pool_dir = slot.container, slot.pool_dir
+    slot.container, slot.pool_dir, slot.baseline_pids = None, None, frozenset()
+    if container is not None:
+        try:
+            container.remove(force=True)
+        except docker.errors.NotFound:
+            pass
+        except _DOCKER_ERRORS as exc:
+            logger.warning("cannot remove sandbox container %s: %s", container.short_id, exc)
+    if pool_dir is not None:
+        shutil.rmtree(pool_dir, ignore_errors=True)
+
+
+class DockerSandbox:
+    """Runs the runner as a fresh process in a warm, hardened container per device slot.
+
+    Use as a context manager (or call `close()`): pool containers live until then.
+    """
+
+    def __init__(
+        self,
+        *,
+        image: str = "kernelarc-sandbox:latest",
+        gpu: int = 0,
+        memory_limit_gb: float | None = 16.0,
+        pids_limit: int = 4096,
+        cpus: float | None = None,
+        docker_host: str | None = None,
+        network: bool = False,
+        user: str | None = None,
+        python: str = "python",
+        tmpfs_size_mb: int = 4096,
+        work_root: str | Path | None = None,
+        extra_mounts: Mapping[str, str] | None = None,
+        extra_env: Mapping[str, str] | None = None,
+    ) -> None:
+        """Options; the engine is contacted now (SandboxError when it cannot be reached).
+
+        `network` True gives the container docker's default network (off: `none`). `user` None
+        is the host's uid:gid (1000:1000 when the host is root). `work_root` is where the
+        per-container eval dirs are made (None: the system temp dir); it must be a path the
+        engine's host sees identically. `extra_mounts` (host path -> container path, read-only)
+        exist for the tests' stand-in image, which borrows this host's Python.
+        """
+        self.image = image
+        self.gpu = gpu
+        self.memory_limit_gb = memory_limit_gb
+        self.pids_limit = pids_limit
+        self.cpus = cpus
+        self.network = network
+        self.user = user or _default_user()
+        self.python = python
+        self.tmpfs_size_mb = tmpfs_size_mb
+        self.work_root = Path(work_root) if work_root is not None else None
+        self.extra_mounts = dict(extra_mounts or {})
+        self.extra_env = {k: v for k, v in (extra_env or {}).items() if not _SECRET_NAME.search(k)}
+        try:
+            self._client = (
+                docker.DockerClient(base_url=docker_host) if docker_host else docker.from_env()
+            )
+            self._client.ping()
+        except _DOCKER_ERRORS as exc:
+            msg = f"no Docker engine at {docker_host or '$DOCKER_HOST/default socket'}: {exc}"
+            raise SandboxError(msg) from exc
+        self._slots: dict[str, _Slot] = {}
+        self._slots_lock = threading.Lock()
+        self._finalizer = weakref.finalize(self, _remove_all, self._client, self._slots)
+
+    def __enter__(self) -> "DockerSandbox":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop and remove every pool container (idempotent)."""
+        self._finalizer()
+
+    def container_id(self, device: str = "cpu") -> str | None:
+        """The id of the slot's pool container (None when not started): for tests and logs."""
+        slot = self._slots.get(self._slot_key(device))
+        return None if slot is None or slot.container is None else str(slot.container.id)
+
+    def _slot_key(self, device: str) -> str:
+        return f"cuda:{self.gpu}" if device == "cuda" else "cpu"
+
+    def _slot(self, device: str) -> _Slot:
+        if not self._finalizer.alive:
+            msg = "this DockerSandbox was closed; make a new one"
+            raise SandboxError(msg)
+        key = self._slot_key(device)
+        with self._slots_lock:
+            return self._slots.setdefault(key, _Slot(key))
+
+    def evaluate(self, request: EvalRequest, *, timeout_s: float) -> EvalResult:
+        """Evaluate in the slot's container; candidate failures become statuses.
+
+        One evaluation per slot at a time (a second caller waits for the slot's lock).
+
+        Raises:
+            SandboxError: the engine or the pool container cannot be used.
+        """
+        started = time.monotonic()
+        slot = self._slot(request.device)
+        notes: list[str] = []
+        with slot.lock:
+            self._ensure_container(slot, request.problem_dir, notes)
+            assert slot.pool_dir is not None
+            name = uuid.uuid4().hex
+            workdir = slot.pool_dir / name
+            try:
+                self._prepare_workdir(workdir, request)
+                key = new_result_key()
+                run = self._exec_runner(slot, name, request.device, timeout_s, key)
+                raw, problem = read_raw_traces(workdir / "result.json", key)
+            finally:
+                shutil.rmtree(workdir, ignore_errors=True)
+            if run.timed_out:
+                status = EvalStatus.TIMEOUT
+                why = f"timed out after {timeout_s:g} s wall clock; the container was replaced"
+            else:
+                status = EvalStatus.RUNTIME_ERROR
+                why = f"runner exited with code {run.exit_code} before this workload finished"
+                if problem:
+                    why += f" ({problem})"
+            traces = assemble_traces(
+                request,
+                raw,
+                missing_status=status,
+                missing_log=f"{why}\n--- runner log tail ---\n{run.log_tail}",
+                notes=[],
+            )
+            image_id = slot.image_id
+            reason = self._replace_reason(slot, run, problem, traces)
+            if reason is not None:
+                notes.append(f"container {slot.container.short_id} replaced: {reason}")
+                logger.info("sandbox slot %s: replacing its container (%s)", slot.key, reason)
+                _drop_container(slot)
+        return EvalResult(
+            traces=_with_image(traces, image_id),
+            stderr_tail=run.log_tail,
+            wall_s=time.monotonic() - started,
+            sandbox="docker",
+            sandbox_notes=notes,
+            sandbox_image=image_id,
+        )
+
+    def _prepare_workdir(self, workdir: Path, request: EvalRequest) -> None:
+        if request.problem_dir is not None:
+            request = request.model_copy(update={"problem_dir": PROBLEM_MOUNT})
+        try:
+            workdir.mkdir(mode=0o700)
+            (workdir / "request.json").write_text(request.model_dump_json(), encoding="utf-8")
+            uid, _, gid = self.user.partition(":")
+            if os.getuid() == 0 and uid.isdigit():
+                os.chown(workdir, int(uid), int(gid) if gid.isdigit() else -1)
+            elif uid != str(os.getuid()):
+                workdir.chmod(0o777)  # a named/foreign container user must still write here
+        except OSError as exc:
+            msg = f"cannot prepare the sandbox eval dir {workdir}: {exc}"
+            raise SandboxError(msg) from exc
+
+    def _replace_reason(
+        self, slot: _Slot, run: _ExecRun, problem: str | None, traces: list[Trace]
+    ) -> str | None:
+        if run.timed_out:
+            return "timeout"
+        if run.exit_code != 0 or problem is not None:
+            return f"runner crashed (exit {run.exit_code}, {problem or 'result written'})"
+        logs = [run.log_tail, *(t.evaluation.log for t in traces if t.evaluation is not None)]
+        if any(POISONED_CUDA.search(log) for log in logs):
+            return "the log reports a CUDA error (possibly a poisoned context)"
+        try:
+            leftovers = self._pids(slot) - slot.baseline_pids
+        except _DOCKER_ERRORS as exc:
+            return f"cannot list its processes ({exc})"
+        if leftovers:
+            return f"{len(leftovers)} process(es) outlived the runner"
+        return None
+
+    def _pids(self, slot: _Slot) -> frozenset[str]:
+        top = slot.container.top()
+        column = top["Titles"].index("PID")
+        return frozenset(row[column] for row in top["Processes"])
+
+    def _ensure_container(self, slot: _Slot, problem_dir: str | None, notes: list[str]) -> None:
+        if slot.container is not None and slot.problem_dir == problem_dir:
+            return
+        if slot.container is not None:
+            notes.append("container replaced: the problem dir changed")
+            _drop_container(slot)
+        started = time.monotonic()
+        slot.pool_dir = Path(tempfile.mkdtemp(prefix="kernelarc_pool_", dir=self.work_root))
+        slot.pool_dir.chmod(0o711)  # the container user enters its own eval dir, lists nothing
+        slot.problem_dir = problem_dir
+        try:
+            slot.container = self._client.containers.run(**self._container_options(slot))
+            slot.container.reload()
+            slot.image_id = str(slot.container.attrs["Image"])
+            slot.baseline_pids = self._pids(slot)
+        except _DOCKER_ERRORS as exc:
+            _drop_container(slot)
+            msg = f"cannot start a sandbox container from image {self.image!r}: {exc}"
+            raise SandboxError(msg) from exc
+        notes.append(
+            f"started container {slot.container.short_id} for {slot.key} "
+            f"in {time.monotonic() - started:.2f} s"
+        )
+
+    def _container_options(self, slot: _Slot) -> dict[str, Any]:
+        assert slot.pool_dir is not None
+        volumes = {h: {"bind": c, "mode": "ro"} for h, c in self.extra_mounts.items()}
+        volumes[str(slot.pool_dir)] = {"bind": EVAL_MOUNT, "mode": "rw"}
+        if slot.problem_dir is not None:
+            volumes[str(Path(slot.problem_dir).resolve())] = {"bind": PROBLEM_MOUNT, "mode": "ro"}
+        options: dict[str, Any] = {
+            "image": self.image,
+            "command": ["sleep", "infinity"],
+            "detach": True,
+            "init": True,  # reaps orphans, so leftovers are visible and zombies never pile up
+            "name": f"kernelarc-sandbox-{slot.key.replace(':', '')}-{uuid.uuid4().hex[:8]}",
+            "labels": {"kernelarc.sandbox": slot.key, "kernelarc.host_pid": str(os.getpid())},
+            "network_mode": "bridge" if self.network else "none",
+            "read_only": True,
+            "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={self.tmpfs_size_mb}m,mode=1777"},
+            "cap_drop": ["ALL"],
+            "security_opt": ["no-new-privileges"],
+            "pids_limit": self.pids_limit,
+            "ulimits": [Ulimit(name="core", soft=0, hard=0)],
+            "user": self.user,
+            "working_dir": EVAL_MOUNT,
+            "volumes": volumes,
+        }
+        if self.memory_limit_gb is not None:
+            limit = f"{int(self.memory_limit_gb * 1024)}m"
+            options.update(mem_limit=limit, memswap_limit=limit)
+        if self.cpus is not None:
+            options["nano_cpus"] = int(self.cpus * 1e9)
+        if slot.key.startswith("cuda:"):
+            options["device_requests"] = [
+                DeviceRequest(device_ids=[str(self.gpu)], capabilities=[["gpu"]])
+            ]
+        return options
+
+    def _exec_env(self, workdir: str, device: str) -> dict[str, str]:
+        env = {
+            "HOME": workdir,
+            "TMPDIR": workdir,
+            "LANG": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONNOUSERSITE": "1",
+            "TRITON_CACHE_DIR": f"{workdir}/cache/triton",
+            "TORCHINDUCTOR_CACHE_DIR": f"{workdir}/cache/inductor",
+        }
+        if device != "cuda":
+            env["CUDA_VISIBLE_DEVICES"] = ""  # the cuda slot's one GPU is its device 0
+        env.update(self.extra_env)
+        return env
+
+    def _exec_runner(
+        self, slot: _Slot, name: str, device: str, timeout_s: float, key: bytes
+    ) -> _ExecRun:
+        """Run the runner under `timeout -s KILL` (its whole process group dies on expiry)."""
+        workdir = f"{EVAL_MOUNT}/{name}"
+        command = ["timeout", "-s", "KILL", f"{timeout_s:.3f}", self.python, "-P", "-m"]
+        command += ["kernelarc.runner", "request.json", "result.json"]
+        api = self._client.api
+        try:
+            exec_id = api.exec_create(
+                slot.container.id,
+                command,
+                stdin=True,
+                user=self.user,
+                workdir=workdir,
+                environment=self._exec_env(workdir, device),
+            )["Id"]
+            raw = api.exec_start(exec_id, socket=True)
+        except _DOCKER_ERRORS as exc:
+            msg = f"cannot exec the runner in container {slot.container.short_id}: {exc}"
+            _drop_container(slot)  # gone or broken: the next evaluation starts a fresh one
+            raise SandboxError(msg) from exc
+        started = time.monotonic()
+        stream = AttachStream()
+        conn: socket.socket = getattr(raw, "_sock", raw)
+        try:
+            try:
+                conn.sendall(key.hex().encode("ascii") + b"\n")
+            except OSError as exc:  # the runner died at once; its missing result says the rest
+                logger.warning("cannot give the runner its result key: %s", exc)
+            ended = pump_until(conn, stream, started + timeout_s + HOST_GRACE_S)
+        finally:
+            with contextlib.suppress(OSError):
+                raw.close()
+        exit_code = self._exit_code(exec_id) if ended else None
+        elapsed = time.monotonic() - started
+        timed_out = not ended or (exit_code in (124, 137) and elapsed >= timeout_s)
+        return _ExecRun(exit_code=exit_code, timed_out=timed_out, log_tail=stream.log())
+
+    def _exit_code(self, exec_id: str) -> int | None:
+        deadline = time.monotonic() + 5.0
+        while True:
+            try:
+                info = self._client.api.exec_inspect(exec_id)
+            except _DOCKER_ERRORS as exc:
+                logger.warning("cannot inspect exec %s: %s", exec_id[:12], exc)
+                return None
+            if not info.get("Running") or time.monotonic() > deadline:
+                code = info.get("ExitCode")
+                return int(code) if code is not None else None
+            time.sleep(0.02)
+
+
+def _with_image(traces: list[Trace], image_id: str) -> list[Trace]:
+    """Every trace's environment.libs gets `sandbox_image` (models are frozen: copies)."""
+    out: list[Trace] = []
+    for trace in traces:
+        evaluation = trace.evaluation
+        if evaluation is None:
+            out.append(trace)
+            continue
+        env = evaluation.environment
+        env = env.model_copy(update={"libs": {**env.libs, "sandbox_image": image_id}})
+        evaluation = evaluation.model_copy(update={"environment": env})
+        out.append(trace.model_copy(update={"evaluation": evaluation}))
+    return out

@@ -1,0 +1,291 @@
+"""DockerSandbox end to end on a private dockerd (see docker_env.py): real containers, CPU.
+
+One sandbox runs a fixed sequence of candidates through its warm `cpu` container (each
+evaluation costs a torch import inside the runner, so the sequence is shared by the tests), then
+is closed; the tests check what each step returned and which container it ran in.
+"""
+
+import inspect
+import socket
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from docker_env import DockerEngine
+
+from kernelarc.errors import ConfigError, SandboxError
+from kernelarc.execution import make_sandbox
+from kernelarc.execution.attach_stream import TAIL_BYTES, AttachStream
+from kernelarc.execution.docker_sandbox import DockerSandbox
+from kernelarc.problems.files import load_problem
+from kernelarc.schema import EvalRequest, EvalResult, EvalStatus, Solution, TimingConfig
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+TIMEOUT_S = 180.0
+ENDLESS_TIMEOUT_S = 15.0
+
+
+class _CountingServer:
+    """A TCP server on every host address that counts the connections it accepts."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("0.0.0.0", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            self.accepted += 1
+            conn.close()
+
+    def addresses(self) -> str:
+        hosts = ["127.0.0.1"]
+        probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            probe.connect(("10.255.255.255", 1))  # no packet is sent: just picks the route
+            hosts.append(probe.getsockname()[0])
+        except OSError:
+            pass
+        finally:
+            probe.close()
+        return ",".join(f"{h}:{self.port}" for h in dict.fromkeys(hosts))
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sock.close()
+
+
+def _request(kernel: Path, replacements: dict[str, str] | None = None) -> EvalRequest:
+    prob = load_problem(SAMPLES / "problems" / "vector_add")
+    source = kernel.read_text()
+    for old, new in (replacements or {}).items():
+        source = source.replace(old, new)
+    solution = Solution.model_validate(
+        {
+            "name": kernel.stem,
+            "definition": prob.definition.name,
+            "author": "tests",
+            "spec": {
+                "languages": ["pytorch"],
+                "target_hardware": ["LOCAL"],
+                "entry_point": f"{kernel.name}::run",
+                "destination_passing_style": False,
+            },
+            "sources": [{"path": kernel.name, "content": source}],
+        }
+    )
+    return EvalRequest(
+        definition=prob.definition,
+        workloads=list(prob.workloads)[:1],
+        solution=solution,
+        correctness_rounds=1,
+        timing=TimingConfig(warmup=0, iterations=1),
+        problem_dir=str(prob.path),
+    )
+
+
+@dataclass(frozen=True)
+class Step:
+    result: EvalResult
+    container_before: str | None
+    container_after: str | None
+
+    @property
+    def statuses(self) -> set[EvalStatus]:
+        return {t.evaluation.status for t in self.result.traces if t.evaluation is not None}
+
+    @property
+    def log(self) -> str:
+        evaluation = self.result.traces[0].evaluation
+        assert evaluation is not None
+        return evaluation.log
+
+
+@dataclass(frozen=True)
+class Sequence:
+    steps: dict[str, Step]
+    containers_before_close: list[str]
+    containers_after_close: list[str]
+    server_accepted: int
+
+
+@pytest.fixture(scope="module")
+def sequence(docker_engine: DockerEngine) -> Sequence:
+    server = _CountingServer()
+    plan = [  # step name, kernel file, placeholder values, timeout
+        ("first", SAMPLES / "kernels" / "add_return.py", None, TIMEOUT_S),
+        ("endless", SAMPLES / "kernels" / "add_endless.py", None, ENDLESS_TIMEOUT_S),
+        (
+            "net_probe",
+            SAMPLES / "docker" / "net_probe.py",
+            {"__HOSTS__": server.addresses()},
+            TIMEOUT_S,
+        ),
+        ("kill_runner", SAMPLES / "docker" / "kill_runner.py", None, TIMEOUT_S),
+        ("worker_exit", SAMPLES / "kernels" / "add_exit.py", None, TIMEOUT_S),
+        ("readonly_probe", SAMPLES / "docker" / "readonly_probe.py", None, TIMEOUT_S),
+    ]
+    steps: dict[str, Step] = {}
+    try:
+        with DockerSandbox(
+            image=docker_engine.image_id,
+            docker_host=docker_engine.host,
+            python=docker_engine.python,
+            extra_mounts=docker_engine.mounts,
+            memory_limit_gb=8.0,
+            pids_limit=1024,
+            cpus=2.0,
+        ) as sandbox:
+            for name, kernel, replacements, timeout in plan:
+                before = sandbox.container_id("cpu")
+                result = sandbox.evaluate(_request(kernel, replacements), timeout_s=timeout)
+                steps[name] = Step(result, before, sandbox.container_id("cpu"))
+            containers_before_close = docker_engine.sandbox_containers()
+        containers_after_close = docker_engine.sandbox_containers()
+    finally:
+        server.close()
+    return Sequence(steps, containers_before_close, containers_after_close, server.accepted)
+
+
+@pytest.mark.docker
+def test_correct_candidate_passes_and_traces_name_the_image(
+    sequence: Sequence, docker_engine: DockerEngine
+) -> None:
+    step = sequence.steps["first"]
+    assert step.statuses == {EvalStatus.PASSED}, step.log
+    assert step.container_before is None and step.container_after is not None
+    assert step.result.sandbox == "docker"
+    assert step.result.sandbox_image == docker_engine.image_id
+    assert any(note.startswith("started container") for note in step.result.sandbox_notes)
+    for trace in step.result.traces:
+        assert trace.evaluation is not None
+        assert trace.evaluation.environment.libs["sandbox_image"] == docker_engine.image_id
+        assert "torch" in trace.evaluation.environment.libs
+
+
+@pytest.mark.docker
+def test_endless_loop_times_out_and_the_container_is_replaced(sequence: Sequence) -> None:
+    endless, after = sequence.steps["endless"], sequence.steps["net_probe"]
+    assert endless.statuses == {EvalStatus.TIMEOUT}, endless.log
+    assert "timed out" in endless.log
+    assert endless.result.traces[0].evaluation is not None
+    assert "sandbox_image" in endless.result.traces[0].evaluation.environment.libs
+    assert endless.container_before == sequence.steps["first"].container_after
+    assert endless.container_after is None  # dropped with everything still running in it
+    assert any("replaced: timeout" in note for note in endless.result.sandbox_notes)
+    assert after.container_after not in (None, endless.container_before)
+    assert after.statuses == {EvalStatus.PASSED}, after.log
+
+
+@pytest.mark.docker
+def test_candidate_has_no_network(sequence: Sequence) -> None:
+    step = sequence.steps["net_probe"]
+    assert step.statuses == {EvalStatus.PASSED}, step.log  # saw only `lo`, connected nowhere
+    assert sequence.server_accepted == 0
+
+
+@pytest.mark.docker
+def test_killed_runner_is_runtime_error_and_the_next_candidate_is_unaffected(
+    sequence: Sequence,
+) -> None:
+    killed, after = sequence.steps["kill_runner"], sequence.steps["worker_exit"]
+    assert killed.statuses == {EvalStatus.RUNTIME_ERROR}, killed.log
+    assert "no result file" in killed.log
+    assert killed.container_after is None
+    assert any("replaced: runner crashed" in note for note in killed.result.sandbox_notes)
+    assert after.container_after not in (None, killed.container_before)
+    # A candidate that only ends its own worker (os._exit(3)) leaves the runner in charge.
+    assert after.statuses == {EvalStatus.RUNTIME_ERROR}, after.log
+    assert "code 3" in after.log
+
+
+@pytest.mark.docker
+def test_worker_exit_keeps_the_container_and_the_root_is_read_only(sequence: Sequence) -> None:
+    worker_exit, probe = sequence.steps["worker_exit"], sequence.steps["readonly_probe"]
+    assert probe.container_before == worker_exit.container_after == probe.container_after
+    assert probe.statuses == {EvalStatus.PASSED}, probe.log  # EROFS on /usr, /, /etc; /tmp ok
+
+
+@pytest.mark.docker
+def test_close_removes_every_container(sequence: Sequence) -> None:
+    assert len(sequence.containers_before_close) == 1
+    assert sequence.containers_after_close == []
+
+
+@pytest.mark.docker
+def test_make_sandbox_builds_docker_and_rejects_bad_options(docker_engine: DockerEngine) -> None:
+    sandbox = make_sandbox(
+        "docker",
+        image="kernelarc-sandbox-test:latest",
+        gpu=0,
+        memory_limit_gb=4.0,
+        pids_limit=256,
+        cpus=1.0,
+        docker_host=docker_engine.host,
+    )
+    assert isinstance(sandbox, DockerSandbox)
+    sandbox.close()
+    with pytest.raises(ConfigError, match="bad options"):
+        make_sandbox("docker", docker_host=docker_engine.host, no_such_option=1)
+
+
+def test_unreachable_engine_is_a_sandbox_error(tmp_path: Path) -> None:
+    with pytest.raises(SandboxError, match="no Docker engine"):
+        DockerSandbox(docker_host=f"unix://{tmp_path}/missing.sock")
+
+
+def test_docker_config_options_are_sandbox_options() -> None:
+    from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf
+
+    import kernelarc.campaign_cli  # noqa: F401  (registers the config schema)
+
+    with initialize_config_module(config_module="kernelarc.conf", version_base=None):
+        composed = compose(
+            config_name="campaign", overrides=["sandbox=docker", "sandbox.docker.cpus=4"]
+        )
+    cfg = OmegaConf.to_object(composed)
+    options = cfg.sandbox.options()  # type: ignore[attr-defined]
+    assert cfg.sandbox.kind == "docker"  # type: ignore[attr-defined]
+    assert options["image"] == "kernelarc-sandbox:latest"
+    assert options["cpus"] == 4.0
+    accepted = set(inspect.signature(DockerSandbox.__init__).parameters) - {"self"}
+    assert set(options) <= accepted
+
+
+def test_eval_with_docker_and_no_engine_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kernelarc.cli import main
+
+    solution = tmp_path / "solution.json"
+    solution.write_text(_request(SAMPLES / "kernels" / "add_return.py").solution.model_dump_json())
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/missing.sock")
+    args = ["eval", str(SAMPLES / "problems" / "vector_add"), "--solution", str(solution)]
+    assert main([*args, "--sandbox", "docker", "--device", "cpu", "--image", "x:y"]) == 2
+    assert "no Docker engine" in capsys.readouterr().err
+
+
+def test_attach_stream_reassembles_split_frames_and_caps_tails() -> None:
+    def frame(kind: int, payload: bytes) -> bytes:
+        return bytes([kind, 0, 0, 0]) + len(payload).to_bytes(4, "big") + payload
+
+    data = frame(2, b"runner: start\n") + frame(1, b"printed\n")
+    data += b"".join(frame(2, b"x" * 1000) for _ in range(200)) + frame(2, b"\nrunner: end\n")
+    stream = AttachStream()
+    for i in range(0, len(data), 7):  # frames split at arbitrary byte boundaries
+        stream.feed(data[i : i + 7])
+    log = stream.log()
+    assert log.rstrip().endswith("printed")  # stdout follows the stderr tail
+    assert "runner: end" in log and "runner: start" not in log  # 200 kB of stderr: head cut
+    assert len(stream.stderr) <= 2 * TAIL_BYTES
