@@ -5,9 +5,12 @@ CampaignConfig and hands plain objects to the library.
 """
 
 import argparse
+import dataclasses
 import json
 import logging
+import os
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kernelarc import __version__
-from kernelarc.errors import KernelarcError
+from kernelarc.errors import ConfigError, KernelarcError
 
 logger = logging.getLogger(__name__)
 
@@ -41,11 +44,18 @@ examples:
 """
 
 _EPILOG_EXPORT = """\
-Writes the best correct solution of each problem in the given run dirs as a SOL-ExecBench
-solution.json with its traces.jsonl, under OUT/<problem>/.
+Writes, per problem, the best accepted attempt (PASSED, NEW_BEST, confirmed by the guard) of the
+given campaigns as a SOL-ExecBench submission: OUT/<problem>/solution.json, traces.jsonl,
+problem/ (definition.json + workload.jsonl, an official PROBLEM_DIR) and, with --sources,
+sources/; then OUT/scores.csv and OUT/manifest.json. The best is the highest SOL score, ties by
+latency then age. Same inputs, same bytes: the manifest's export time is the latest attempt's
+finished_at unless --timestamp is given. Format and submission steps: leaderboard/README.md.
 
 examples:
   kernelarc export outputs/kernelarc/2026-12-02_10-00-00 --out exports/
+  kernelarc export outputs/kernelarc/*/ --out exports/ --sources --verify
+  kernelarc export --experiment kernelarc --tracking-uri sqlite:///$PWD/mlflow.db --out exports/
+  kernelarc export outputs/kernelarc/2026-12-02_10-00-00 --dry-run
 """
 
 
@@ -108,20 +118,48 @@ def _build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--rounds", type=int, default=10, help="correctness rounds per workload")
     ev.add_argument("--warmup", type=int, help="untimed iterations (default 10 CUDA, 1 CPU)")
     ev.add_argument("--iterations", type=int, help="timed iterations (default 50 CUDA, 5 CPU)")
+    ev.add_argument(
+        "--sandbox", choices=["local", "docker"], default="local", help="where the runner runs"
+    )
+    ev.add_argument(
+        "--image", help="--sandbox docker: the image (default kernelarc-sandbox:latest)"
+    )
     ex = sub.add_parser(
         "export",
         help="export the best solutions of campaign runs",
         epilog=_EPILOG_EXPORT,
         formatter_class=fmt,
     )
-    ex.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a campaign's run dir")
-    ex.add_argument("--out", required=True, type=Path, help="output folder")
+    ex.add_argument("run_dirs", nargs="*", type=Path, metavar="RUN_DIR", help="campaign run dirs")
+    ex.add_argument("--out", type=Path, help="output folder (required unless --dry-run)")
+    ex.add_argument("--experiment", help="read the campaigns of this MLflow experiment instead")
+    ex.add_argument(
+        "--tracking-uri",
+        help="MLflow store of --experiment (default: $MLFLOW_TRACKING_URI, else ./mlflow.db)",
+    )
+    ex.add_argument("--sources", action="store_true", help="also write <problem>/sources/")
+    ex.add_argument("--timestamp", help="ISO time for manifest.json (default: from the inputs)")
+    ex.add_argument(
+        "--dry-run", action="store_true", help="print what would be exported and why; write nothing"
+    )
+    ex.add_argument(
+        "--verify",
+        action="store_true",
+        help="re-evaluate the export from its files alone (and with the official evaluator "
+        "when installed); exit 1 on any status disagreement",
+    )
+    ex.add_argument(
+        "--device", choices=["auto", "cpu", "cuda"], default="auto", help="where --verify runs"
+    )
+    ex.add_argument(
+        "--verify-timeout", type=float, default=600.0, help="seconds per problem for --verify"
+    )
     return parser
 
 
 def _cmd_eval(ns: argparse.Namespace) -> int:
     from kernelarc.campaign.device import resolve_device
-    from kernelarc.config import EvalConfig
+    from kernelarc.config import EvalConfig, SandboxConfig
     from kernelarc.execution import make_sandbox
     from kernelarc.problems.builtin_set import resolve_problem
     from kernelarc.problems.files import load_solution
@@ -148,7 +186,16 @@ def _cmd_eval(ns: argparse.Namespace) -> int:
         timing=TimingConfig(warmup=warmup, iterations=iterations),
         problem_dir=str(problem.path.resolve()),
     )
-    result = make_sandbox("local").evaluate(request, timeout_s=ns.timeout)
+    sandbox_cfg = SandboxConfig(kind=ns.sandbox, gpu=0)
+    if ns.image:
+        sandbox_cfg.docker.image = ns.image
+    sandbox = make_sandbox(sandbox_cfg.kind, **sandbox_cfg.options())
+    try:
+        result = sandbox.evaluate(request, timeout_s=ns.timeout)
+    finally:
+        close = getattr(sandbox, "close", None)  # docker: removes its pool container
+        if close is not None:
+            close()
     lines = [t.model_dump_json() for t in result.traces]
     if ns.output is not None:
         ns.output.parent.mkdir(parents=True, exist_ok=True)
@@ -186,12 +233,90 @@ def _print_traces(traces: list[Any]) -> None:
 
 
 def _cmd_export(ns: argparse.Namespace) -> int:
-    from leaderboard import export_run
+    from leaderboard import plan_export, write_export
+    from leaderboard.inputs import load_experiment, load_run_dirs
+    from leaderboard.manifest import describe_plan
 
+    if ns.experiment and ns.run_dirs:
+        msg = "give run dirs or --experiment, not both (an MLflow campaign names its run dir)"
+        raise ConfigError(msg)
+    if ns.out is None and not ns.dry_run:
+        msg = "--out DIR is required (or --dry-run to only show the plan)"
+        raise ConfigError(msg)
+    if ns.timestamp is not None:
+        _check_timestamp(ns.timestamp)
+    if ns.experiment:
+        uri = ns.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or _local_mlflow_uri()
+        inputs = load_experiment(uri, ns.experiment)
+    else:
+        inputs = load_run_dirs(ns.run_dirs)
+    plan = plan_export(inputs, ns.timestamp)
+    if ns.dry_run:
+        sys.stdout.write(describe_plan(plan))
+        return 0
     out: Path = ns.out
-    written = export_run(ns.run_dir, out)
-    print(json.dumps({"out": str(out), "files": [str(p) for p in written]}, indent=2))  # noqa: T201
-    return 0
+    written = write_export(plan, out, sources=ns.sources)
+    report: dict[str, Any] = {"out": str(out), "files": [str(p) for p in written]}
+    status = 0
+    if ns.verify:
+        checks = _verify(out, ns.device, ns.verify_timeout)
+        report["verify"] = [dataclasses.asdict(c) for c in checks]
+        status = 0 if all(c.agree for c in checks) else 1
+    print(json.dumps(report, indent=2))  # noqa: T201
+    return status
+
+
+def _check_timestamp(value: str) -> None:
+    try:
+        datetime.fromisoformat(value)
+    except ValueError as exc:
+        msg = f"--timestamp {value!r} is not an ISO 8601 time (e.g. 2026-12-02T10:00:00+00:00)"
+        raise ConfigError(msg) from exc
+
+
+def _local_mlflow_uri() -> str:
+    """The campaign's default store: sqlite in the current directory."""
+    return f"sqlite:///{Path.cwd().resolve() / 'mlflow.db'}"
+
+
+def _verify(out: Path, requested: str, timeout_s: float) -> list[Any]:
+    from kernelarc.campaign.device import resolve_device
+    from kernelarc.config import EvalConfig
+    from kernelarc.schema import TimingConfig
+    from leaderboard.official import official_available
+    from leaderboard.verify import verify_export
+
+    device = resolve_device(requested)
+    warmup, iterations = EvalConfig().timing_for(device)
+    checks = verify_export(
+        out,
+        device=device,
+        timing=TimingConfig(warmup=warmup, iterations=iterations),
+        timeout_s=timeout_s,
+    )
+    table = Table(title=f"kernelarc export --verify ({device})")
+    for col in ("problem", "workload", "recorded", "kernelarc", "official"):
+        table.add_column(col)
+    for check in checks:
+        for row in check.workloads:
+            table.add_row(
+                check.problem, row.workload, row.recorded, row.kernelarc, row.official or "-"
+            )
+    console = Console(stderr=True)
+    console.print(table)
+    for check in checks:
+        verdict = "[green]agrees[/]" if check.agree else "[bold red]DISAGREES[/]"
+        console.print(f"{check.problem}: {verdict}; {check.note}", highlight=False)
+        if check.official_note:
+            console.print(f"  official: {check.official_note}", highlight=False)
+    if not official_available():
+        console.print("official evaluator (sol_execbench) not installed: not run", highlight=False)
+    elif device == "cpu":
+        console.print(
+            "official evaluator on CPU: its timing always fails (RUNTIME_ERROR); shown as is",
+            highlight=False,
+        )
+    return checks
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
-"""Leaderboard: export a KernelArc run's best solutions in the SOL-ExecBench format.
+"""Leaderboard: export campaigns' best accepted solutions in the SOL-ExecBench format.
 
-`export_run(run_dir, out_dir)` is called by `kernelarc export` after a campaign.
+`kernelarc export` loads inputs (`leaderboard.inputs`), plans and writes the export
+(`leaderboard.export`) and optionally re-evaluates it (`leaderboard.verify`). Format: README.md.
 """
 
-from leaderboard.export import export_run
+from leaderboard.export import export_leaderboard, export_run, plan_export, write_export
+from leaderboard.selection import qualifies
 
-__all__ = ["export_run"]
+__all__ = ["export_leaderboard", "export_run", "plan_export", "qualifies", "write_export"]

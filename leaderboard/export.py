@@ -1,21 +1,27 @@
-"""Export a campaign's best solutions in the SOL-ExecBench format (the last step of the flow).
+"""Export campaigns' best accepted solutions as a SOL-ExecBench leaderboard submission.
 
-Reads `<run_dir>/attempts.jsonl` (the source of truth, not MLflow), picks per problem the best
-PASSED attempt and writes `<out>/<problem>/solution.json`, `<out>/<problem>/traces.jsonl` and
-`<out>/summary.json`. Output is deterministic: the same attempts give byte-identical files.
+Place in the flow: the last step. `plan_export` reads CampaignInputs (run dirs or MLflow,
+`leaderboard.inputs`), keeps accepted attempts (`selection.qualifies`), scores them
+(`score.py`), picks one per problem and checks it against the official rules (`rules.py`);
+`write_export` writes `<out>/<problem>/{solution.json,traces.jsonl,problem/,sources/}`,
+`<out>/scores.csv` and `<out>/manifest.json`. The same inputs give byte-identical files.
 """
 
-import json
 import logging
 import math
-from collections.abc import Iterable
+import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from kernelarc.errors import ConfigError
-from kernelarc.schema import Attempt, EvalStatus, Solution, TargetHardware
-from kernelarc.schema.solution import CPP_LANGUAGES
-from kernelarc.tracking.attempts_log import ATTEMPTS_FILE, read_attempts
+from kernelarc.problems.files import Problem
+from kernelarc.schema import Attempt, Solution
+from leaderboard.inputs import CampaignInput, check_definitions, load_run_dir, sol_bounds
+from leaderboard.rules import check_exportable, explicit_solution
+from leaderboard.score import Baseline, compile_baseline, score_attempt
+from leaderboard.selection import Candidate, Choice, qualifies, select
+from leaderboard.serialize import dump_json, write_text
 
 logger = logging.getLogger(__name__)
 
@@ -23,217 +29,194 @@ SOLUTION_FILE = "solution.json"
 """Per-problem solution file name."""
 TRACES_FILE = "traces.jsonl"
 """Per-problem traces file name."""
-SUMMARY_FILE = "summary.json"
-"""Top-level summary file name."""
-
-RESERVED_SOURCE_NAMES = frozenset(
-    {
-        "definition.json",
-        "workload.jsonl",
-        "solution.json",
-        "config.json",
-        "eval_driver.py",
-        "build_ext.py",
-        "_reference.py",
-    }
-)
-"""Files the official evaluator writes into the staging dir next to the sources."""
-SHADOWING_PACKAGES = frozenset({"sol_execbench", "safetensors", "triton", "torch", "numpy"})
-"""Packages the official driver imports after putting the sources first on sys.path."""
-COMPILED_SUFFIXES = frozenset({".cu", ".cpp", ".cc", ".cxx", ".c"})
-"""C++ files the official build compiles, only when they sit in the top-level dir."""
+PROBLEM_DIR = "problem"
+"""Per-problem copy of definition.json + workload.jsonl (an official PROBLEM_DIR)."""
+SOURCES_DIR = "sources"
+"""Per-problem folder of the solution's source files (with `--sources`)."""
+MANIFEST_FILE = "manifest.json"
+"""Top-level provenance file."""
+SCORES_FILE = "scores.csv"
+"""Top-level score table."""
+PROBLEM_FILES = ("definition.json", "workload.jsonl")
+"""Files copied into `<problem>/problem/`."""
 
 
 @dataclass(frozen=True)
-class Selection:
-    """The outcome of picking per problem."""
+class ExportedProblem:
+    """One problem's export: the choice, the solution as written, and its problem files."""
 
-    best: dict[str, Attempt]
-    """Problem name to its best PASSED attempt."""
-    without_passed: list[str]
-    """Problems that have attempts but none PASSED, sorted."""
+    choice: Choice
+    """The selected candidate and the alternatives."""
+    solution: Solution
+    """The solution with every build setting explicit."""
+    problem: Problem | None
+    """Problem files to copy (None: unavailable)."""
 
+    @property
+    def name(self) -> str:
+        """Definition name."""
+        return self.choice.problem
 
-def select_best(attempts: Iterable[Attempt]) -> Selection:
-    """Pick per problem the PASSED attempt with the highest speedup.
-
-    Ties go to the lower latency, then to the lower attempt index. A non-finite speedup is not
-    eligible. Pure apart from logging.
-    """
-    best: dict[str, Attempt] = {}
-    seen: set[str] = set()
-    for attempt in attempts:
-        seen.add(attempt.problem)
-        if attempt.status != EvalStatus.PASSED or attempt.speedup is None:
-            continue
-        if not math.isfinite(attempt.speedup):
-            logger.warning(
-                "attempt %d (%s) PASSED with a non-finite speedup %s; not eligible",
-                attempt.index,
-                attempt.proposal.id,
-                attempt.speedup,
-            )
-            continue
-        current = best.get(attempt.problem)
-        if current is None or _rank(attempt) < _rank(current):
-            best[attempt.problem] = attempt
-    return Selection(best=best, without_passed=sorted(seen - set(best)))
+    @property
+    def category(self) -> str:
+        """The definition's op_type ('' when unknown)."""
+        return (self.problem.definition.op_type or "") if self.problem else ""
 
 
-def check_exportable(problem: str, solution: Solution) -> None:
-    """Refuse a solution the official evaluator would mis-stage.
+@dataclass(frozen=True)
+class Plan:
+    """What an export writes, before anything is written."""
+
+    inputs: tuple[CampaignInput, ...]
+    """The campaigns read."""
+    problems: tuple[ExportedProblem, ...]
+    """Exported problems, by name."""
+    unqualified: dict[str, str]
+    """Problems without an accepted attempt, with why."""
+    exported_at: str
+    """The manifest's export time."""
+    exported_at_source: str
+    """`--timestamp` or `latest finished_at of the input attempts`."""
+
+
+def plan_export(inputs: Sequence[CampaignInput], timestamp: str | None = None) -> Plan:
+    """Select, score and check what would be exported; writes nothing.
 
     Raises:
-        ConfigError: an unsafe problem name, a reserved source file name, a source that shadows a
-            package the driver imports, a nested C++ file that would not be compiled, or a
-            target hardware other than B200/LOCAL; the message names the problem and the file.
+        ConfigError: no input, conflicting definitions, no problem with an accepted attempt
+            (the message lists every problem and why), or a selected solution the official
+            evaluator would reject.
     """
-    if not _safe_dir_name(problem):
-        msg = f"problem name {problem!r} cannot be an export directory name; rename the problem"
+    if not inputs:
+        msg = "nothing to export: no campaign given"
         raise ConfigError(msg)
-    where = f"problem {problem!r}, solution {solution.name!r}"
-    for source in solution.sources:
-        path = PurePosixPath(source.path)
-        top = path.parts[0]
-        if len(path.parts) == 1 and (
-            top in RESERVED_SOURCE_NAMES
-            or (top.startswith("benchmark_kernel") and top.endswith(".so"))
-        ):
-            msg = (
-                f"{where}: source {source.path!r} uses a file name the SOL-ExecBench evaluator "
-                "writes itself; rename the file"
-            )
-            raise ConfigError(msg)
-        module = top.removesuffix(".py") if len(path.parts) == 1 else top
-        if module in SHADOWING_PACKAGES:
-            msg = (
-                f"{where}: source {source.path!r} shadows the {module!r} package the "
-                "SOL-ExecBench driver imports; rename it"
-            )
-            raise ConfigError(msg)
-        if (
-            set(solution.spec.languages) & CPP_LANGUAGES
-            and len(path.parts) > 1
-            and path.suffix in COMPILED_SUFFIXES
-        ):
-            msg = (
-                f"{where}: C++ source {source.path!r} is not in the top-level dir, so the "
-                "SOL-ExecBench build would not compile it; move it to the top level"
-            )
-            raise ConfigError(msg)
-    allowed = {h.value for h in TargetHardware}
-    bad = sorted({str(h) for h in solution.spec.target_hardware} - allowed)
-    if bad:
-        msg = f"{where}: target_hardware {bad} is not accepted; use {sorted(allowed)}"
+    known = check_definitions(inputs)
+    candidates = []
+    for order, campaign in enumerate(inputs):
+        baselines: dict[str, Baseline | None] = {}
+        for attempt in campaign.attempts:
+            if not qualifies(attempt) or not _finite(attempt):
+                continue
+            problem = _problem_for(campaign, attempt, known)
+            if attempt.problem not in baselines:
+                same = (a for a in campaign.attempts if a.problem == attempt.problem)
+                baselines[attempt.problem] = compile_baseline(same)
+            bounds, source = sol_bounds(attempt, problem)
+            score = score_attempt(attempt, baselines[attempt.problem], bounds, source)
+            candidates.append(Candidate(campaign.label, order, attempt, score))
+    everything = [a for c in inputs for a in c.attempts]
+    selection = select(candidates, everything)
+    if not selection.choices:
+        listed = "; ".join(f"{p}: {why}" for p, why in selection.unqualified.items())
+        msg = f"no accepted attempt for any problem ({listed}); nothing to export"
         raise ConfigError(msg)
+    exported = []
+    for name, choice in selection.choices.items():
+        solution = choice.chosen.attempt.proposal.solution
+        check_exportable(name, solution)
+        campaign = inputs[choice.chosen.order]
+        exported.append(
+            ExportedProblem(
+                choice=choice,
+                solution=explicit_solution(name, solution),
+                problem=_problem_for(campaign, choice.chosen.attempt, known),
+            )
+        )
+    for name, why in selection.unqualified.items():
+        logger.warning("no accepted attempt for %s: %s; exporting the other problems", name, why)
+    if timestamp is not None:
+        when, source = timestamp, "--timestamp"
+    else:
+        when, source = max(a.finished_at for a in everything), "latest finished_at of the inputs"
+    return Plan(tuple(inputs), tuple(exported), selection.unqualified, when, source)
 
 
-def export_run(run_dir: Path, out_dir: Path) -> list[Path]:
-    """Export the best PASSED solution of every problem of a KernelArc run dir.
+def write_export(plan: Plan, out_dir: Path, *, sources: bool = False) -> list[Path]:
+    """Write a plan under out_dir.
 
-    Nothing is written unless every selected solution passes `check_exportable`. Problems with
-    attempts but no PASSED one are skipped with a warning.
-
-    Args:
-        run_dir: a campaign's run dir (holds attempts.jsonl).
-        out_dir: where to write; created if missing; existing files of the same names are
-            replaced, others are left alone.
+    Per problem (name order): solution.json, traces.jsonl, problem/definition.json and
+    problem/workload.jsonl (when the problem files are known), sources/<path> (with `sources`);
+    then scores.csv and manifest.json. A problem's `problem/` and `sources/` dirs are replaced
+    whole; other files in out_dir are left alone.
 
     Returns:
-        The written files: per problem (in name order) solution.json and traces.jsonl, then
-        summary.json.
-
-    Raises:
-        ConfigError: run_dir is missing or not a KernelArc run dir, no problem has a PASSED
-            attempt, or a selected solution is not exportable.
-        TrackingError: attempts.jsonl has a corrupt line.
+        The written files, in that order.
     """
-    attempts = _load(run_dir)
-    selection = select_best(attempts)
-    if not selection.best:
-        problems = ", ".join(selection.without_passed)
-        msg = f"{run_dir}: no PASSED attempt for any problem ({problems}); nothing to export"
-        raise ConfigError(msg)
-    for problem, attempt in sorted(selection.best.items()):
-        check_exportable(problem, attempt.proposal.solution)
-        spec = attempt.proposal.solution.spec
-        if set(spec.languages) & CPP_LANGUAGES and spec.compile_options is None:
-            logger.warning(
-                "problem %r: C++ solution %s has no compile_options, so the official build "
-                "will not pass -O3; exported as evaluated",
-                problem,
-                attempt.proposal.id,
-            )
-    if selection.without_passed:
-        logger.warning(
-            "%s: no PASSED attempt for %s; exporting the other problems only",
-            run_dir,
-            ", ".join(selection.without_passed),
-        )
+    from leaderboard.manifest import build_manifest, scores_csv
+
     written: list[Path] = []
-    summary: dict[str, dict[str, object]] = {}
-    for problem, attempt in sorted(selection.best.items()):
-        written.extend(_write_problem(out_dir / problem, attempt))
-        summary[problem] = {
-            "attempt_index": attempt.index,
-            "proposal_id": attempt.proposal.id,
-            "solution": attempt.proposal.solution.name,
-            "agent": attempt.proposal.agent,
-            "strategy": attempt.proposal.strategy,
-            "speedup": attempt.speedup,
-            "latency_ms": attempt.latency_ms,
-        }
-    written.append(_write(out_dir / SUMMARY_FILE, _json(summary, indent=2)))
+    for item in plan.problems:
+        written.extend(_write_problem(out_dir / item.name, item, sources=sources))
+    written.append(write_text(out_dir / SCORES_FILE, scores_csv(plan)))
+    written.append(write_text(out_dir / MANIFEST_FILE, dump_json(build_manifest(plan), indent=2)))
     return written
 
 
-def _write_problem(target: Path, attempt: Attempt) -> list[Path]:
+def export_leaderboard(
+    inputs: Sequence[CampaignInput],
+    out_dir: Path,
+    *,
+    sources: bool = False,
+    timestamp: str | None = None,
+) -> list[Path]:
+    """plan_export then write_export (see both)."""
+    return write_export(plan_export(inputs, timestamp), out_dir, sources=sources)
+
+
+def export_run(run_dir: Path, out_dir: Path) -> list[Path]:
+    """Export one campaign run dir (see export_leaderboard)."""
+    return export_leaderboard([load_run_dir(run_dir)], out_dir)
+
+
+def _write_problem(target: Path, item: ExportedProblem, *, sources: bool) -> list[Path]:
     target.mkdir(parents=True, exist_ok=True)
     # model_dump keeps defaults, so destination_passing_style is always explicit.
-    solution = attempt.proposal.solution.model_dump(mode="json", exclude_none=True)
-    traces = [_json(t.model_dump(mode="json", exclude_none=True)) for t in attempt.traces]
-    return [
-        _write(target / SOLUTION_FILE, _json(solution, indent=2)),
-        _write(target / TRACES_FILE, "".join(traces)),
+    solution = item.solution.model_dump(mode="json", exclude_none=True)
+    attempt = item.choice.chosen.attempt
+    traces = [dump_json(t.model_dump(mode="json", exclude_none=True)) for t in attempt.traces]
+    written = [
+        write_text(target / SOLUTION_FILE, dump_json(solution, indent=2)),
+        write_text(target / TRACES_FILE, "".join(traces)),
     ]
+    for sub in (PROBLEM_DIR, SOURCES_DIR):
+        if (target / sub).is_dir():
+            shutil.rmtree(target / sub)
+    if item.problem is not None:
+        (target / PROBLEM_DIR).mkdir()
+        for name in PROBLEM_FILES:
+            dest = target / PROBLEM_DIR / name
+            dest.write_bytes((item.problem.path / name).read_bytes())
+            written.append(dest)
+    if sources:
+        for source in sorted(item.solution.sources, key=lambda s: s.path):
+            # SourceFile.path is validated relative with no `..`, so it stays under sources/.
+            dest = target / SOURCES_DIR / source.path
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            written.append(write_text(dest, source.content))
+    return written
 
 
-def _load(run_dir: Path) -> list[Attempt]:
-    if not run_dir.is_dir():
-        msg = f"{run_dir}: run dir not found; pass the dir of a KernelArc campaign run"
-        raise ConfigError(msg)
-    log = run_dir / ATTEMPTS_FILE
-    if not log.is_file():
-        msg = f"{run_dir}: not a KernelArc run dir (no {ATTEMPTS_FILE})"
-        raise ConfigError(msg)
-    attempts = read_attempts(log)
-    if not attempts:
-        msg = f"{log}: no attempts recorded; nothing to export"
-        raise ConfigError(msg)
-    return attempts
+def _problem_for(
+    campaign: CampaignInput, attempt: Attempt, known: dict[str, Problem]
+) -> Problem | None:
+    """The attempt's problem files: its campaign's, else another input's with the same definition
+    when its workloads cover the attempt's traces."""
+    if campaign.problem is not None and campaign.problem.name == attempt.problem:
+        return campaign.problem
+    other = known.get(attempt.problem)
+    if other is None:
+        return None
+    uuids = {w.uuid for w in other.workloads}
+    return other if all(t.workload.uuid in uuids for t in attempt.traces) else None
 
 
-def _rank(attempt: Attempt) -> tuple[float, float, int]:
-    latency = attempt.latency_ms if attempt.latency_ms is not None else float("inf")
-    return (-(attempt.speedup or 0.0), latency, attempt.index)
-
-
-def _safe_dir_name(name: str) -> bool:
-    return (
-        bool(name)
-        and not name.startswith(".")
-        and "/" not in name
-        and "\\" not in name
-        and "\0" not in name
+def _finite(attempt: Attempt) -> bool:
+    if attempt.speedup is not None and math.isfinite(attempt.speedup) and attempt.traces:
+        return True
+    logger.warning(
+        "attempt %d (%s) was accepted with speedup %s; not eligible",
+        attempt.index,
+        attempt.proposal.id,
+        attempt.speedup,
     )
-
-
-def _json(data: object, indent: int | None = None) -> str:
-    separators = (",", ": ") if indent is not None else (",", ":")
-    text = json.dumps(data, indent=indent, sort_keys=True, separators=separators, allow_nan=False)
-    return text + "\n"
-
-
-def _write(path: Path, text: str) -> Path:
-    path.write_bytes(text.encode("utf-8"))
-    return path
+    return False

@@ -1,67 +1,142 @@
-"""leaderboard.export_run: best PASSED per problem, SOL-ExecBench files, determinism, refusals."""
+"""leaderboard export: qualification, selection by SOL score, files, determinism, error cases."""
 
+import csv
+import io
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from kernelarc.errors import ConfigError
-from kernelarc.problems.files import load_solution
-from kernelarc.schema import Attempt, EvalStatus, Trace
-from leaderboard import export_run
-from leaderboard.export import Selection, select_best
+from kernelarc.problems.files import load_problem, load_solution
+from kernelarc.schema import EvalStatus, Trace, Verdict
+from leaderboard import export_leaderboard, export_run, plan_export, qualifies
+from leaderboard.inputs import CampaignInput, load_run_dir, load_run_dirs
+from leaderboard.manifest import SCORES_COLUMNS, describe_plan
+from tests.leaderboard.conftest import MakeAttempt, WriteRun, definition_json
 
-MakeAttempt = Callable[..., Attempt]
-WriteRun = Callable[[Sequence[Attempt]], Path]
+
+def _scores(out: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO((out / "scores.csv").read_text())))
 
 
-def test_exports_the_best_passed_attempt_per_problem(
+@pytest.mark.parametrize(
+    ("status", "verdict", "confirmed", "expected"),
+    [
+        pytest.param(EvalStatus.PASSED, Verdict.NEW_BEST, True, True, id="accepted"),
+        pytest.param(EvalStatus.PASSED, Verdict.NEW_BEST, False, False, id="unconfirmed"),
+        pytest.param(EvalStatus.PASSED, Verdict.CORRECT, True, False, id="correct-not-best"),
+        pytest.param(EvalStatus.PASSED, Verdict.CHALLENGER, True, False, id="challenger"),
+        pytest.param("REJECTED_GUARD", Verdict.FAILED, False, False, id="rejected-guard"),
+        pytest.param("REJECTED_STATIC", Verdict.FAILED, False, False, id="rejected-static"),
+        pytest.param(EvalStatus.INCORRECT_NUMERICAL, Verdict.FAILED, False, False, id="wrong"),
+    ],
+)
+def test_qualifies_only_accepted_and_confirmed(
+    make_attempt: MakeAttempt,
+    status: EvalStatus | str,
+    verdict: Verdict,
+    confirmed: bool,
+    expected: bool,
+) -> None:
+    attempt = make_attempt(0, status=status, verdict=verdict, confirmed=confirmed)
+    assert qualifies(attempt) is expected
+
+
+def test_exports_the_best_accepted_attempt_per_problem(
     tmp_path: Path, make_attempt: MakeAttempt, write_run: WriteRun
 ) -> None:
     attempts = [
-        make_attempt(0, speedup=1.5),
+        make_attempt(0, speedup=1.5, latency_ms=0.3, bounds_ms=[0.05, 0.05]),
         make_attempt(1, status=EvalStatus.INCORRECT_NUMERICAL),
-        make_attempt(2, speedup=2.5, agent="fuser"),
-        make_attempt(3, speedup=2.0),
-        make_attempt(4, problem="softmax", speedup=1.1, latency_ms=0.05),
+        # Faster but never accepted: not exported.
+        make_attempt(2, latency_ms=0.06, verdict=Verdict.CORRECT, bounds_ms=[0.05, 0.05]),
+        make_attempt(3, speedup=2.0, latency_ms=0.1, agent="fuser", bounds_ms=[0.05, 0.05]),
     ]
     out = tmp_path / "out"
     written = export_run(write_run(attempts), out)
 
-    assert written == [
-        out / "rmsnorm" / "solution.json",
-        out / "rmsnorm" / "traces.jsonl",
-        out / "softmax" / "solution.json",
-        out / "softmax" / "traces.jsonl",
-        out / "summary.json",
+    assert [p.relative_to(out).as_posix() for p in written] == [
+        "rmsnorm/solution.json",
+        "rmsnorm/traces.jsonl",
+        "rmsnorm/problem/definition.json",
+        "rmsnorm/problem/workload.jsonl",
+        "scores.csv",
+        "manifest.json",
     ]
-    best = attempts[2]
+    best = attempts[3]
     assert load_solution(out / "rmsnorm" / "solution.json") == best.proposal.solution
     lines = (out / "rmsnorm" / "traces.jsonl").read_text().splitlines()
     assert [Trace.model_validate_json(line) for line in lines] == best.traces
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary == {
-        "rmsnorm": {
-            "agent": "fuser",
-            "attempt_index": 2,
-            "latency_ms": 0.2,
-            "proposal_id": best.proposal.id,
-            "solution": best.proposal.solution.name,
-            "speedup": 2.5,
-            "strategy": "tiling",
-        },
-        "softmax": {
-            "agent": "tiler",
-            "attempt_index": 4,
-            "latency_ms": 0.05,
-            "proposal_id": attempts[4].proposal.id,
-            "solution": attempts[4].proposal.solution.name,
-            "speedup": 1.1,
-            "strategy": "tiling",
-        },
-    }
+    # The exported problem dir is a loadable official PROBLEM_DIR.
+    assert load_problem(out / "rmsnorm" / "problem").name == "rmsnorm"
+    manifest = json.loads((out / "manifest.json").read_text())
+    chosen = manifest["problems"]["rmsnorm"]
+    assert (chosen["attempt_index"], chosen["agent"], chosen["accepted_candidates"]) == (
+        3,
+        "fuser",
+        2,
+    )
+    assert "SOL score" in chosen["reason"]
+
+
+def test_selection_is_by_sol_score_not_speedup(
+    make_attempt: MakeAttempt, write_run: WriteRun
+) -> None:
+    """Speedup is a geometric mean, the SOL score a mean of per-workload scores: they can
+    disagree, and the SOL score decides."""
+    baseline = make_attempt(
+        0,
+        agent="compiler",
+        verdict=Verdict.CORRECT,
+        latencies=[1.0, 1.0],
+        knobs={"variant": "compile-max-autotune", "compiled": True},
+    )
+    # T_b 1, T_SOL 0: S = 1/(1 + T_k). Even: 2/3 twice. Lopsided: 0.952 and 0.25, mean 0.601,
+    # yet its geometric-mean latency (0.387 ms) beats the even one's (0.5 ms).
+    even = make_attempt(1, speedup=2.0, latencies=[0.5, 0.5], bounds_ms=[0.0, 0.0])
+    lopsided = make_attempt(2, speedup=2.58, latencies=[0.05, 3.0], bounds_ms=[0.0, 0.0])
+    plan = plan_export([load_run_dir(write_run([baseline, even, lopsided]))])
+    choice = plan.problems[0].choice
+    assert [c.attempt.index for c in choice.ranked] == [1, 2]
+    assert choice.chosen.score.sol_score == pytest.approx(2 / 3)
+    assert choice.ranked[1].score.sol_score == pytest.approx((1 / 1.05 + 1 / 4) / 2)
+    assert choice.ranked[1].score.latency_ms < choice.chosen.score.latency_ms
+
+
+@pytest.mark.parametrize(
+    ("rows", "winner"),
+    [
+        pytest.param([(0, 0.5, 0.3), (1, 0.5, 0.1)], 1, id="score-tie-lower-latency"),
+        pytest.param([(0, 0.5, 0.1), (1, 0.5, 0.1)], 0, id="full-tie-older"),
+        pytest.param([(5, 0.5, 0.1), (3, 0.5, 0.1)], 3, id="index-not-file-order"),
+        pytest.param([(0, None, 0.01), (1, 0.5, 9.0)], 1, id="a-score-beats-none"),
+        pytest.param([(0, None, 0.3), (1, None, 0.2)], 1, id="no-score-lower-latency"),
+    ],
+)
+def test_ranking_and_tie_breaking(
+    make_attempt: MakeAttempt,
+    write_run: WriteRun,
+    rows: list[tuple[int, float | None, float]],
+    winner: int,
+) -> None:
+    attempts = []
+    for index, bound, latency in rows:
+        # With T_b = 2*T_k and T_SOL = bound*T_k: S = 1/(1 + (1-b)/(2-b)), equal for equal b.
+        bounds = None if bound is None else [bound * latency] * 2
+        attempts.append(make_attempt(index, speedup=2.0, latency_ms=latency, bounds_ms=bounds))
+    plan = plan_export([load_run_dir(write_run(attempts))])
+    assert plan.problems[0].choice.chosen.attempt.index == winner
+
+
+def test_age_breaks_ties_across_runs(make_attempt: MakeAttempt, write_run: WriteRun) -> None:
+    newer = make_attempt(0, finished_at="2026-12-03T10:00:00+00:00", agent="newer")
+    older = make_attempt(7, finished_at="2026-12-01T10:00:00+00:00", agent="older")
+    runs = load_run_dirs([write_run([newer], name="a"), write_run([older], name="b")])
+    chosen = plan_export(runs).problems[0].choice.chosen
+    assert (chosen.attempt.proposal.agent, chosen.campaign.endswith("b")) == ("older", True)
 
 
 def test_solution_json_is_explicit_sorted_and_null_free(
@@ -79,70 +154,166 @@ def test_solution_json_is_explicit_sorted_and_null_free(
     assert text.endswith("}\n")
 
 
-@pytest.mark.parametrize(
-    ("rows", "winner"),
-    [
-        pytest.param([(0, 2.0, 0.3), (1, 2.0, 0.1), (2, 1.9, 0.01)], 1, id="tie-lower-latency"),
-        pytest.param([(0, 2.0, 0.1), (1, 2.0, 0.1), (2, 2.0, 0.2)], 0, id="tie-lower-index"),
-        pytest.param([(5, 2.0, 0.1), (3, 2.0, 0.1)], 3, id="index-not-file-order"),
-        pytest.param([(0, 1.0, 0.1), (1, 3.0, 9.0)], 1, id="speedup-beats-latency"),
-    ],
-)
-def test_tie_breaking(
-    make_attempt: MakeAttempt, rows: list[tuple[int, float, float]], winner: int
+def test_scores_csv_and_manifest(
+    tmp_path: Path, make_attempt: MakeAttempt, write_run: WriteRun
 ) -> None:
-    attempts = [make_attempt(i, speedup=s, latency_ms=lat) for i, s, lat in rows]
-    assert select_best(attempts).best["rmsnorm"].index == winner
+    attempts = [
+        make_attempt(0, problem="softmax", speedup=2.0, latency_ms=0.1, bounds_ms=[0.02, 0.02]),
+    ]
+    out = tmp_path / "out"
+    export_leaderboard([load_run_dir(write_run(attempts))], out)
+    rows = _scores(out)
+    assert list(rows[0]) == list(SCORES_COLUMNS)
+    row = rows[0]
+    # T_k 0.1, T_b = reference 0.2, T_SOL 0.02: S = 1 / (1 + 0.08 / 0.18).
+    assert float(row["sol_score"]) == pytest.approx(1 / (1 + 0.08 / 0.18), rel=1e-5)
+    assert (row["problem"], row["category"], row["hardware"]) == (
+        "softmax",
+        "elementwise",
+        "NVIDIA H200",
+    )
+    assert (row["t_b_source"], row["t_sol_source"]) == ("reference", "guard roofline (NVIDIA H200)")
+    assert float(row["t_b_ms"]) == pytest.approx(0.2)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["exported_at"] == "2026-12-02T10:00:01+00:00"
+    assert manifest["libraries"] == {"torch": ["2.13.0"]}
+    campaign = manifest["campaigns"][0]
+    assert campaign["config_sha256"] and len(campaign["config_sha256"]) == 64
+    assert (campaign["name"], campaign["device"], campaign["attempts"]) == ("run", "cuda", 1)
+    assert set(manifest) >= {"exporter", "hardware", "scoring", "without_accepted_attempt"}
 
 
-def test_non_finite_speedup_is_not_eligible(make_attempt: MakeAttempt) -> None:
-    attempts = [make_attempt(0, speedup=1.2), make_attempt(1, speedup=float("inf"))]
-    assert select_best(attempts).best["rmsnorm"].index == 0
+def test_sol_score_is_empty_without_a_bound(
+    tmp_path: Path, make_attempt: MakeAttempt, write_run: WriteRun, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No recorded bound and no roofline module: T_SOL and the score stay empty."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "kernelarc.guard.roofline" else real(name, *a),
+    )
+    export_run(write_run([make_attempt(0)]), tmp_path / "out")
+    row = _scores(tmp_path / "out")[0]
+    assert (row["t_sol_ms"], row["sol_score"], row["t_sol_source"]) == ("", "", "")
+
+
+def test_roofline_module_gives_t_sol_when_the_guard_recorded_none(
+    tmp_path: Path, make_attempt: MakeAttempt, write_run: WriteRun
+) -> None:
+    export_run(write_run([make_attempt(0)]), tmp_path / "out")
+    row = _scores(tmp_path / "out")[0]
+    # 3 float32 tensors of M elements at H200 copy bandwidth: tiny but positive.
+    assert float(row["t_sol_ms"]) > 0
+    assert row["t_sol_source"].startswith("roofline (NVIDIA H200")
+    assert 0 < float(row["sol_score"]) < 1
+
+
+def test_compile_baseline_is_t_b(
+    tmp_path: Path, make_attempt: MakeAttempt, write_run: WriteRun
+) -> None:
+    compiled = make_attempt(
+        0,
+        agent="compiler",
+        verdict=Verdict.CORRECT,
+        latencies=[0.4, 0.1],
+        knobs={"variant": "compile-max-autotune-no-cudagraphs", "compiled": True},
+    )
+    best = make_attempt(1, latencies=[0.2, 0.05], bounds_ms=[0.0, 0.0])
+    export_run(write_run([compiled, best]), tmp_path / "out")
+    row = _scores(tmp_path / "out")[0]
+    assert row["t_b_source"] == "torch.compile:compile-max-autotune-no-cudagraphs (attempt 0)"
+    assert float(row["t_b_ms"]) == pytest.approx((0.4 * 0.1) ** 0.5)
+    assert float(row["sol_score"]) == pytest.approx(1 / (1 + 0.5))
 
 
 def test_export_is_deterministic(
     tmp_path: Path, make_attempt: MakeAttempt, write_run: WriteRun
 ) -> None:
-    run_dir = write_run(
+    runs = load_run_dirs(
         [
-            make_attempt(0, problem="softmax", speedup=1.3),
-            make_attempt(
-                1, sources={"kernel.py": "def run(x, w):\n    return x\n", "b.py": "B=1\n"}
+            write_run([make_attempt(0, problem="softmax", speedup=1.3)], name="r1"),
+            write_run(
+                [
+                    make_attempt(
+                        1, sources={"kernel.py": "def run(x, w):\n    return x\n", "b.py": "B=1\n"}
+                    )
+                ],
+                name="r2",
             ),
         ]
     )
-    first = export_run(run_dir, tmp_path / "a")
-    second = export_run(run_dir, tmp_path / "b")
-    again = export_run(run_dir, tmp_path / "a")
-    assert [p.relative_to(tmp_path / "a") for p in first] == [
-        p.relative_to(tmp_path / "b") for p in second
-    ]
-    for a, b in zip(first, second, strict=True):
-        assert a.read_bytes() == b.read_bytes()
-    assert again == first
-
-
-def test_problems_without_a_passed_attempt_are_skipped_with_a_warning(
-    tmp_path: Path,
-    make_attempt: MakeAttempt,
-    write_run: WriteRun,
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    run_dir = write_run(
-        [
-            make_attempt(0),
-            make_attempt(1, problem="rope", status=EvalStatus.RUNTIME_ERROR),
-        ]
+    first = export_leaderboard(runs, tmp_path / "a", sources=True)
+    second = export_leaderboard(
+        load_run_dirs([tmp_path / "r1", tmp_path / "r2"]), tmp_path / "b", sources=True
     )
-    written = export_run(run_dir, tmp_path / "out")
+    again = export_leaderboard(runs, tmp_path / "a", sources=True)
+    rel = [p.relative_to(tmp_path / "a") for p in first]
+    assert rel == [p.relative_to(tmp_path / "b") for p in second]
+    assert "rmsnorm/sources/b.py" in [p.as_posix() for p in rel]
+    for a, b in zip(first, second, strict=True):
+        assert a.read_bytes() == b.read_bytes(), a
+    assert again == first
+    tree = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    assert tree == sorted(rel)
+
+
+def test_timestamp_overrides_the_export_time(
+    tmp_path: Path, make_attempt: MakeAttempt, write_run: WriteRun
+) -> None:
+    runs = [load_run_dir(write_run([make_attempt(0)]))]
+    export_leaderboard(runs, tmp_path / "out", timestamp="2027-01-01T00:00:00+00:00")
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert (manifest["exported_at"], manifest["exported_at_source"]) == (
+        "2027-01-01T00:00:00+00:00",
+        "--timestamp",
+    )
+
+
+def test_stale_sources_are_replaced(
+    tmp_path: Path, make_attempt: MakeAttempt, write_run: WriteRun
+) -> None:
+    out = tmp_path / "out"
+    stale = out / "rmsnorm" / "sources" / "old.py"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("x = 1\n")
+    export_leaderboard([load_run_dir(write_run([make_attempt(0)]))], out, sources=True)
+    assert sorted(p.name for p in (out / "rmsnorm" / "sources").iterdir()) == ["kernel.py"]
+
+
+# --- error cases -----------------------------------------------------------------------------
+
+
+def test_problems_without_an_accepted_attempt_are_listed_not_fatal(
+    tmp_path: Path, make_attempt: MakeAttempt, write_run: WriteRun, caplog: pytest.LogCaptureFixture
+) -> None:
+    attempts = [
+        make_attempt(0),
+        make_attempt(1, problem="rope", status=EvalStatus.RUNTIME_ERROR),
+        make_attempt(2, problem="rope", verdict=Verdict.CORRECT),
+        make_attempt(3, problem="gemm", confirmed=False),
+    ]
+    plan = plan_export([load_run_dir(write_run(attempts))])
+    assert [p.name for p in plan.problems] == ["rmsnorm"]
+    assert plan.unqualified == {
+        "gemm": "1 attempts (PASSED 1); 1 NEW_BEST not confirmed by the benchmark guard "
+        "(guard or confirmation off, or a record from before the guard)",
+        "rope": "2 attempts (PASSED 1, RUNTIME_ERROR 1); PASSED attempts, but none accepted "
+        "(NEW_BEST)",
+    }
+    assert "no accepted attempt for gemm" in caplog.text
+    text = describe_plan(plan)
+    assert "no accepted attempt (not exported):" in text
+    assert "rope: 2 attempts" in text
+    export_leaderboard([load_run_dir(tmp_path / "run")], tmp_path / "out")
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert sorted(manifest["without_accepted_attempt"]) == ["gemm", "rope"]
     assert not (tmp_path / "out" / "rope").exists()
-    assert len(written) == 3
-    assert "no PASSED attempt for rope" in caplog.text
-    failed = make_attempt(1, problem="rope", status=EvalStatus.RUNTIME_ERROR)
-    assert select_best([failed]) == Selection(best={}, without_passed=["rope"])
 
 
-def test_no_passed_attempt_at_all_lists_the_problems(
+def test_no_accepted_attempt_at_all_lists_the_problems(
     tmp_path: Path, make_attempt: MakeAttempt, write_run: WriteRun
 ) -> None:
     run_dir = write_run(
@@ -151,7 +322,9 @@ def test_no_passed_attempt_at_all_lists_the_problems(
             make_attempt(1, problem="gemm", status=EvalStatus.INCORRECT_SHAPE),
         ]
     )
-    with pytest.raises(ConfigError, match=r"no PASSED attempt for any problem \(gemm, rope\)"):
+    with pytest.raises(
+        ConfigError, match=r"no accepted attempt for any problem \(gemm: .*; rope: "
+    ):
         export_run(run_dir, tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
@@ -166,111 +339,105 @@ def test_dir_without_attempts_log_is_not_a_run_dir(tmp_path: Path) -> None:
         export_run(tmp_path, tmp_path / "out")
 
 
-def test_empty_attempts_log(tmp_path: Path) -> None:
+def test_empty_run(tmp_path: Path) -> None:
     (tmp_path / "attempts.jsonl").write_text("")
-    with pytest.raises(ConfigError, match="no attempts recorded"):
+    with pytest.raises(ConfigError, match="empty run: no attempts recorded"):
         export_run(tmp_path, tmp_path / "out")
 
 
-CPP = ("cuda_cpp",)
-
-
 @pytest.mark.parametrize(
-    ("problem", "sources", "languages", "entry", "message"),
+    ("damage", "message"),
     [
         pytest.param(
-            "rmsnorm",
-            {"kernel.py": "def run(): ...\n", "definition.json": "{}"},
-            ("pytorch",),
-            "kernel.py::run",
-            "source 'definition.json' uses a file name the SOL-ExecBench evaluator writes",
-            id="reserved-definition",
+            lambda d: (d / "attempts.jsonl").write_text('{"index": 0}\n{"index": 1}\n'),
+            r"unreadable run: .*attempts\.jsonl:1: not a valid Attempt",
+            id="corrupt-attempts",
         ),
         pytest.param(
-            "rmsnorm",
-            {"eval_driver.py": "def run(): ...\n"},
-            ("pytorch",),
-            "eval_driver.py::run",
-            "source 'eval_driver.py' uses a file name",
-            id="reserved-entry",
+            lambda d: (d / "campaign.json").write_text("{not json"),
+            r"unreadable run: .*campaign\.json: unreadable campaign record",
+            id="corrupt-campaign-json",
         ),
         pytest.param(
-            "rmsnorm",
-            {"kernel.py": "def run(): ...\n", "benchmark_kernel_v1.so": "x"},
-            ("pytorch",),
-            "kernel.py::run",
-            "source 'benchmark_kernel_v1.so'",
-            id="reserved-so",
-        ),
-        pytest.param(
-            "rmsnorm",
-            {"kernel.py": "def run(): ...\n", "triton.py": "x = 1\n"},
-            ("triton",),
-            "kernel.py::run",
-            "source 'triton.py' shadows the 'triton' package",
-            id="shadow-module",
-        ),
-        pytest.param(
-            "rmsnorm",
-            {"kernel.py": "def run(): ...\n", "sol_execbench/__init__.py": "x = 1\n"},
-            ("pytorch",),
-            "kernel.py::run",
-            "shadows the 'sol_execbench' package",
-            id="shadow-package",
-        ),
-        pytest.param(
-            "gemm",
-            {"main.cu": "int run();\n", "sub/extra.cu": "int x;\n"},
-            CPP,
-            "main.cu::run",
-            "C++ source 'sub/extra.cu' is not in the top-level dir",
-            id="nested-cpp",
-        ),
-        pytest.param(
-            "../escape",
-            {"kernel.py": "def run(): ...\n"},
-            ("pytorch",),
-            "kernel.py::run",
-            "cannot be an export directory name",
-            id="unsafe-problem-name",
+            lambda d: (d / "problem" / "definition.json").write_text('{"name": "rmsnorm"}'),
+            r"unreadable run: .*definition\.json",
+            id="corrupt-definition",
         ),
     ],
 )
-def test_refuses_solutions_the_official_evaluator_would_mis_stage(
+def test_unreadable_runs(
     tmp_path: Path,
     make_attempt: MakeAttempt,
     write_run: WriteRun,
-    problem: str,
-    sources: dict[str, str],
-    languages: tuple[str, ...],
-    entry: str,
+    damage: Callable[[Path], object],
     message: str,
 ) -> None:
-    bad = make_attempt(1, problem=problem, sources=sources, languages=languages, entry_point=entry)
-    run_dir = write_run([make_attempt(0, problem="aaa_fine"), bad])
-    with pytest.raises(ConfigError, match=re.escape(message)) as info:
+    run_dir = write_run([make_attempt(0)])
+    damage(run_dir)
+    with pytest.raises(ConfigError, match=message):
         export_run(run_dir, tmp_path / "out")
-    assert repr(problem) in str(info.value)
-    # Nothing is half-exported: not even the problem that was fine.
-    assert not (tmp_path / "out").exists()
 
 
-def test_nested_python_and_header_files_are_fine(
+def test_conflicting_definitions_across_runs(
     tmp_path: Path, make_attempt: MakeAttempt, write_run: WriteRun
 ) -> None:
-    """Only top-level names collide with the staging dir; nested ones and headers are safe."""
-    sources = {"main.cu": "int run();\n", "include/util.cuh": "#pragma once\n"}
-    attempt = make_attempt(
-        0, problem="gemm", sources=sources, languages=CPP, entry_point="main.cu::run"
+    a = write_run([make_attempt(0)], name="a")
+    other = definition_json("rmsnorm", reference="def run(x, w):\n    return x + w\n")
+    b = write_run([make_attempt(1)], name="b", definition=other)
+    with pytest.raises(
+        ConfigError, match=r"conflicting definitions of 'rmsnorm': .*a and .*b differ in reference"
+    ):
+        plan_export(load_run_dirs([a, b]))
+
+
+def test_same_definition_across_runs_is_fine(
+    tmp_path: Path, make_attempt: MakeAttempt, write_run: WriteRun
+) -> None:
+    a = write_run([make_attempt(0, latency_ms=0.3)], name="a")
+    b = write_run([make_attempt(1, latency_ms=0.1)], name="b")
+    plan = plan_export(load_run_dirs([a, b]))
+    assert plan.problems[0].choice.chosen.campaign == str(b)
+    assert len(plan.problems[0].choice.ranked) == 2
+
+
+def test_the_same_run_dir_twice_is_refused(
+    tmp_path: Path, make_attempt: MakeAttempt, write_run: WriteRun
+) -> None:
+    run_dir = write_run([make_attempt(0)])
+    with pytest.raises(ConfigError, match="given twice"):
+        load_run_dirs([run_dir, run_dir])
+
+
+def test_run_without_problem_files_exports_solution_and_traces(
+    tmp_path: Path, make_attempt: MakeAttempt, write_run: WriteRun
+) -> None:
+    run_dir = write_run([make_attempt(0)], record=False)
+    for name in ("definition.json", "workload.jsonl"):
+        (run_dir / "problem" / name).unlink()
+    written = export_run(run_dir, tmp_path / "out")
+    assert [p.name for p in written] == [
+        "solution.json",
+        "traces.jsonl",
+        "scores.csv",
+        "manifest.json",
+    ]
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["problems"]["rmsnorm"]["problem_files"] is False
+    assert manifest["campaigns"][0]["name"] is None
+
+
+def test_non_finite_speedup_is_not_eligible(make_attempt: MakeAttempt) -> None:
+    attempts = (
+        make_attempt(0, speedup=1.2),
+        make_attempt(1, speedup=float("inf"), latency_ms=0.01),
     )
-    py = make_attempt(
-        1,
-        sources={
-            "kernel.py": "def run(): ...\n",
-            "lib/definition.json": "{}",
-            "lib/triton.py": "x",
-        },
-    )
-    export_run(write_run([attempt, py]), tmp_path / "out")
-    solution = load_solution(tmp_path / "out" / "gemm" / "solution.json")
-    assert [s.path for s in solution.sources] == ["main.cu", "include/util.cuh"]
+    plan = plan_export([CampaignInput(label="mem", attempts=attempts, problem=None)])
+    assert plan.problems[0].choice.chosen.attempt.index == 0
+
+
+def test_reserved_export_names_are_refused(
+    tmp_path: Path, make_attempt: MakeAttempt, write_run: WriteRun
+) -> None:
+    run_dir = write_run([make_attempt(0, problem="scores.csv")])
+    with pytest.raises(ConfigError, match=re.escape("problem name 'scores.csv' cannot be")):
+        export_run(run_dir, tmp_path / "out")
