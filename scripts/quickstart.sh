@@ -9,7 +9,7 @@ start=$(date +%s)
 export MLFLOW_DISABLE_TELEMETRY=true
 run_dir="outputs/quickstart/$(date +%Y-%m-%d_%H-%M-%S)"
 echo "[quickstart] campaign -> ${run_dir}"
-.venv/bin/kernelarc campaign name=quickstart problem=rmsnorm budget.candidates=8 \
+.venv/bin/kernelarc campaign name=quickstart problem=rmsnorm budget.candidates=6 \
   "hydra.run.dir=${run_dir}" "$@"
 .venv/bin/kernelarc export "${run_dir}" --out "${run_dir}/export" >/dev/null
 echo
