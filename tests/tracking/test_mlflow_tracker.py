@@ -3,9 +3,11 @@
 Everything is read back with MlflowClient, as a person or a later tool would.
 """
 
+import enum
 import json
 import socket
 import threading
+import typing
 from collections.abc import Callable
 from pathlib import Path
 
@@ -348,8 +350,20 @@ def test_limits_match_mlflow() -> None:
     assert mlflow_tracker._MAX_PARAMS_PER_BATCH == validation.MAX_PARAMS_TAGS_PER_BATCH
 
 
+def _attempt_statuses() -> set[str]:
+    """Every value Attempt.status may take, read from the model so a new status is not missed."""
+    values: set[str] = set()
+    for arg in typing.get_args(Attempt.model_fields["status"].annotation):
+        if isinstance(arg, type) and issubclass(arg, enum.Enum):
+            values |= {member.value for member in arg}
+        else:
+            values |= set(typing.get_args(arg))
+    return values
+
+
 def test_status_codes_cover_every_status() -> None:
-    assert set(keys.STATUS_CODES) == {s.value for s in EvalStatus} | {"INFRA_ERROR"}
+    assert {s.value for s in EvalStatus} | {"INFRA_ERROR", "REJECTED_GUARD"} <= _attempt_statuses()
+    assert set(keys.STATUS_CODES) == _attempt_statuses()
     assert len(set(keys.STATUS_CODES.values())) == len(keys.STATUS_CODES)
     assert keys.status_code("SOMETHING_NEW") == keys.UNKNOWN_STATUS_CODE
 
