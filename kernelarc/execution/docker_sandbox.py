@@ -33,8 +33,8 @@ from docker.types import DeviceRequest, Ulimit
 
 from kernelarc.errors import SandboxError
 from kernelarc.execution.attach_stream import AttachStream, pump_until
-from kernelarc.execution.result_file import assemble_traces, new_result_key, read_raw_traces
-from kernelarc.schema import EvalRequest, EvalResult, EvalStatus, Trace
+from kernelarc.execution.result_file import new_result_key, read_raw_traces, traces_after_run
+from kernelarc.schema import EvalRequest, EvalResult, Trace
 
 logger = logging.getLogger(__name__)
 
@@ -199,19 +199,15 @@ class DockerSandbox:
                 raw, problem = read_raw_traces(workdir / "result.json", key)
             finally:
                 shutil.rmtree(workdir, ignore_errors=True)
-            if run.timed_out:
-                status = EvalStatus.TIMEOUT
-                why = f"timed out after {timeout_s:g} s wall clock; the container was replaced"
-            else:
-                status = EvalStatus.RUNTIME_ERROR
-                why = f"runner exited with code {run.exit_code} before this workload finished"
-                if problem:
-                    why += f" ({problem})"
-            traces = assemble_traces(
+            traces = traces_after_run(
                 request,
                 raw,
-                missing_status=status,
-                missing_log=f"{why}\n--- runner log tail ---\n{run.log_tail}",
+                problem,
+                timed_out=run.timed_out,
+                exit_code=run.exit_code,
+                timeout_s=timeout_s,
+                kill_note="the container was replaced",
+                log_tail=run.log_tail,
                 notes=[],
             )
             image_id = slot.image_id

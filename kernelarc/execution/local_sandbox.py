@@ -29,12 +29,12 @@ from kernelarc.execution.process_limits import (
     scrubbed_env,
 )
 from kernelarc.execution.result_file import (
-    assemble_traces,
     cap_tail,
     new_result_key,
     read_raw_traces,
+    traces_after_run,
 )
-from kernelarc.schema import EvalRequest, EvalResult, EvalStatus
+from kernelarc.schema import EvalRequest, EvalResult
 
 logger = logging.getLogger(__name__)
 
@@ -158,19 +158,15 @@ class LocalSandbox:
             key = new_result_key()
             run = self._run(request, workdir, timeout_s, notes, trace_notes, key)
             raw, problem = read_raw_traces(workdir / "result.json", key)
-            if run.timed_out:
-                status = EvalStatus.TIMEOUT
-                why = f"timed out after {timeout_s:g} s wall clock; the process group was killed"
-            else:
-                status = EvalStatus.RUNTIME_ERROR
-                why = f"runner exited with code {run.returncode} before this workload finished"
-                if problem:
-                    why += f" ({problem})"
-            traces = assemble_traces(
+            traces = traces_after_run(
                 request,
                 raw,
-                missing_status=status,
-                missing_log=f"{why}\n--- runner log tail ---\n{run.log_tail}",
+                problem,
+                timed_out=run.timed_out,
+                exit_code=run.returncode,
+                timeout_s=timeout_s,
+                kill_note="the process group was killed",
+                log_tail=run.log_tail,
                 notes=trace_notes,
             )
         finally:

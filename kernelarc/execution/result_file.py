@@ -124,3 +124,37 @@ def assemble_traces(
             )
         )
     return traces
+
+
+def traces_after_run(
+    request: EvalRequest,
+    raw_traces: list[Any],
+    problem: str | None,
+    *,
+    timed_out: bool,
+    exit_code: int | None,
+    timeout_s: float,
+    kill_note: str,
+    log_tail: str,
+    notes: list[str],
+) -> list[Trace]:
+    """Traces for a finished runner: its signed results, and a TIMEOUT or RUNTIME_ERROR trace
+    (saying why, with the runner's log tail) for every workload it did not finish.
+
+    `kill_note` says what the sandbox did on a timeout (e.g. "the process group was killed").
+    """
+    if timed_out:
+        status = EvalStatus.TIMEOUT
+        why = f"timed out after {timeout_s:g} s wall clock; {kill_note}"
+    else:
+        status = EvalStatus.RUNTIME_ERROR
+        why = f"runner exited with code {exit_code} before this workload finished"
+        if problem:
+            why += f" ({problem})"
+    return assemble_traces(
+        request,
+        raw_traces,
+        missing_status=status,
+        missing_log=f"{why}\n--- runner log tail ---\n{log_tail}",
+        notes=notes,
+    )
