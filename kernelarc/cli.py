@@ -43,6 +43,15 @@ examples:
   kernelarc eval rmsnorm --solution sol.json --workloads workload_gpu.jsonl
 """
 
+_EPILOG_REPLAY = """\
+Re-runs the benchmark guard's acceptance rules over the measurements recorded in
+RUN_DIR/attempts.jsonl and reports every attempt whose verdict, status or confirmation would
+differ. Exit status 0 iff every decision is reproduced.
+
+examples:
+  kernelarc replay outputs/kernelarc/2026-12-02_10-00-00
+"""
+
 _EPILOG_EXPORT = """\
 Writes, per problem, the best accepted attempt (PASSED, NEW_BEST, confirmed by the guard) of the
 given campaigns as a SOL-ExecBench submission: OUT/<problem>/solution.json, traces.jsonl,
@@ -75,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if ns.command == "eval":
             return _cmd_eval(ns)
+        if ns.command == "replay":
+            return _cmd_replay(ns)
         if ns.command == "export":
             return _cmd_export(ns)
     except KernelarcError as exc:
@@ -93,8 +104,15 @@ def _build_parser() -> argparse.ArgumentParser:
         formatter_class=fmt,
     )
     parser.add_argument("--version", action="version", version=f"kernelarc {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{campaign,eval,export}")
+    sub = parser.add_subparsers(dest="command", metavar="{campaign,eval,export,replay}")
     sub.add_parser("campaign", help="run a campaign (Hydra overrides follow; see its --help)")
+    rp = sub.add_parser(
+        "replay",
+        help="re-judge a campaign's attempts from attempts.jsonl alone",
+        epilog=_EPILOG_REPLAY,
+        formatter_class=fmt,
+    )
+    rp.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a campaign's run dir")
     ev = sub.add_parser(
         "eval",
         help="evaluate one solution on one problem",
@@ -230,6 +248,21 @@ def _print_traces(traces: list[Any]) -> None:
         ev = trace.evaluation
         if ev and ev.status != "PASSED" and ev.log:
             console.print(f"[bold]{trace.workload.uuid}[/]: {ev.log[-2000:]}", highlight=False)
+
+
+def _cmd_replay(ns: argparse.Namespace) -> int:
+    from kernelarc.guard import replay_run
+
+    mismatches = replay_run(ns.run_dir)
+    console = Console()
+    for m in mismatches:
+        console.print(f"attempt {m.index}: recorded {m.recorded}, replayed {m.replayed}")
+    console.print(
+        "every decision reproduced"
+        if not mismatches
+        else f"{len(mismatches)} decision(s) differ from the record"
+    )
+    return 0 if not mismatches else 1
 
 
 def _cmd_export(ns: argparse.Namespace) -> int:

@@ -168,3 +168,24 @@ def test_multirun_gives_one_campaign_per_job(tmp_path: Path) -> None:
         assert len(attempts) == 2
         assert json.loads((sweep / job / "campaign.json").read_text())["seed"] == int(job)
     assert not (tmp_path / "mlflow.db").exists(), "tracking=none must not create a store"
+
+
+def test_replay_reproduces_every_decision_and_catches_an_edit(
+    campaign: tuple[Path, str, Path], tmp_path: Path
+) -> None:
+    run_dir, _, root = campaign
+    proc = _run(["replay", str(run_dir)], cwd=root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    assert "every decision reproduced" in proc.stdout
+    # Hand-edit the record: demote the incumbent. Replay must name that attempt.
+    edited = tmp_path / "edited"
+    edited.mkdir()
+    lines = (run_dir / "attempts.jsonl").read_text().splitlines()
+    index = max(i for i, line in enumerate(lines) if json.loads(line)["verdict"] == "NEW_BEST")
+    record = json.loads(lines[index])
+    record["verdict"] = "CORRECT"
+    lines[index] = json.dumps(record)
+    (edited / "attempts.jsonl").write_text("\n".join(lines) + "\n")
+    proc = _run(["replay", str(edited)], cwd=root)
+    assert proc.returncode == 1
+    assert f"attempt {record['index']}:" in proc.stdout
