@@ -46,9 +46,7 @@ __all__ = [
     "LatencySamples",
     "TimingError",
     "l2_flush_buffer",
-    "latency_samples_ms",
     "measure_latency",
-    "median_latency_ms",
     "timing_method",
 ]
 
@@ -182,33 +180,3 @@ def measure_latency(
             note = f"CUPTI unavailable, timed with CUDA events: {exc}"
     samples = _events_samples_ms(fn, make_args, warmup, iterations, flush)
     return LatencySamples(samples, "cuda_events", note)
-
-
-def latency_samples_ms(
-    fn: Callable[..., Any],
-    make_args: ArgFactory,
-    *,
-    device: str,
-    warmup: int,
-    iterations: int,
-    flush_l2: bool = True,
-) -> list[float]:
-    """The raw per-iteration milliseconds of `measure_latency`."""
-    return measure_latency(
-        fn, make_args, device=device, warmup=warmup, iterations=iterations, flush_l2=flush_l2
-    ).samples_ms
-
-
-def median_latency_ms(
-    fn: Callable[..., Any],
-    make_args: ArgFactory,
-    *,
-    device: str,
-    warmup: int,
-    iterations: int,
-    flush_l2: bool = True,
-) -> float:
-    """Median milliseconds per call of `fn(*make_args())`."""
-    return measure_latency(
-        fn, make_args, device=device, warmup=warmup, iterations=iterations, flush_l2=flush_l2
-    ).median_ms

@@ -8,12 +8,7 @@ import torch
 
 from kernelarc.runner.cupti_timing import TimingError, _Collected, _spans
 from kernelarc.runner.memory_pool import ShiftingInputPool, storage_span
-from kernelarc.runner.timing import (
-    latency_samples_ms,
-    measure_latency,
-    median_latency_ms,
-    timing_method,
-)
+from kernelarc.runner.timing import measure_latency, timing_method
 
 # -- shifting pool --------------------------------------------------------------------------
 
@@ -72,12 +67,6 @@ def test_cpu_protocol_counts_calls_and_reports_the_median() -> None:
     assert result.method == "cpu_monotonic" == timing_method("cpu")
     assert len(result.samples_ms) == 5 and all(s >= 2.0 for s in result.samples_ms)
     assert result.median_ms == sorted(result.samples_ms)[2]
-
-
-def test_sample_and_median_helpers_agree_on_cpu() -> None:
-    samples = latency_samples_ms(lambda: None, list, device="cpu", warmup=1, iterations=7)
-    assert len(samples) == 7
-    assert median_latency_ms(lambda: None, list, device="cpu", warmup=0, iterations=3) >= 0.0
 
 
 # -- CUPTI attribution (records faked; no GPU needed) -----------------------------------------
