@@ -222,6 +222,71 @@ class GuardConfig:
 
 
 @dataclass
+class LLMConfig:
+    """The LLM endpoint used by LLM agents (`llm=none|openai|replay`)."""
+
+    kind: str = "none"
+    """`none` (offline team only), `openai` (any OpenAI-compatible endpoint) or `replay`."""
+    base_url: str | None = None
+    """Endpoint, e.g. http://127.0.0.1:8000/v1 (vLLM, SGLang, Ollama); None = OpenAI's."""
+    model: str = "gpt-4o-mini"
+    """Default model name; an agent may override it."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Name of the environment variable holding the key (the key itself is never in a config)."""
+    temperature: float = 0.7
+    """Sampling temperature."""
+    max_tokens: int = 4096
+    """Reply token cap."""
+    timeout_s: float = 120.0
+    """Per-request timeout."""
+    max_retries: int = 4
+    """Retries with exponential backoff on 429, 5xx and timeouts."""
+    max_parse_retries: int = 2
+    """Re-asks with the parse error when a reply holds no valid solution."""
+    concurrency: int = 4
+    """Requests in flight at once across the team."""
+    prompt_price_per_mtok: float = 0.0
+    """USD per million prompt tokens, for cost accounting."""
+    completion_price_per_mtok: float = 0.0
+    """USD per million completion tokens."""
+    replay_from: str | None = None
+    """`llm=replay`: the run dir whose attempts.jsonl transcripts are replayed."""
+
+
+@dataclass
+class CoordinationConfig:
+    """The four coordination mechanisms of the KernelArc paper, each a switch (`coordination=`)."""
+
+    memory: bool = True
+    """Conclusions-only shared memory: agents publish and read short, evidence-backed findings."""
+    guard: bool = True
+    """Deterministic benchmark guard; False means naive acceptance (overrides guard.enabled)."""
+    peer_state: bool = True
+    """Read-only cross-agent state: agents see immutable snapshots of their peers."""
+    drafting: bool = True
+    """Plateau-triggered drafting: a stalled agent starts a fresh line."""
+    plateau_patience: int = 4
+    """Attempts without an own-incumbent gain beyond `plateau_min_gain` before drafting fires."""
+    plateau_min_gain: float = 0.02
+    """Relative speedup gain that counts as progress (beyond noise)."""
+    draft_from: str = "global_best"
+    """`global_best` (falls back to `reference` when peer state is off) or `reference`."""
+    max_conclusions: int = 20
+    """Most recent live conclusions shown to an agent."""
+
+    def __post_init__(self) -> None:
+        if self.plateau_patience < 1:
+            msg = f"coordination.plateau_patience must be >= 1 (got {self.plateau_patience})"
+            raise ConfigError(msg)
+        if self.draft_from not in ("global_best", "reference"):
+            msg = (
+                "coordination.draft_from must be global_best or reference "
+                f"(got {self.draft_from!r})"
+            )
+            raise ConfigError(msg)
+
+
+@dataclass
 class CampaignConfig:
     """A whole campaign."""
 
@@ -247,6 +312,10 @@ class CampaignConfig:
     """Team."""
     guard: GuardConfig = field(default_factory=GuardConfig)
     """Benchmark guard (acceptance rules)."""
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    """LLM endpoint for LLM agents."""
+    coordination: CoordinationConfig = field(default_factory=CoordinationConfig)
+    """Coordination switches (shared memory, guard, peer state, drafting)."""
 
     def __post_init__(self) -> None:
         if self.device not in ("auto", "cpu", "cuda"):

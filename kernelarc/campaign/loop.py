@@ -13,7 +13,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -218,7 +218,9 @@ class _AgentWorker:
         self.on_attempt = on_attempt
         warmup, iterations = cfg.eval.timing_for(device)
         self.timing = TimingConfig(warmup=warmup, iterations=iterations)
-        self.settings: GuardSettings = guard_settings(cfg.guard, device)
+        # coordination.guard=false (the ablation arm) turns the guard off whatever guard.* says.
+        guard_cfg = replace(cfg.guard, enabled=cfg.guard.enabled and cfg.coordination.guard)
+        self.settings: GuardSettings = guard_settings(guard_cfg, device)
 
     def run(self, agent: Agent) -> None:
         duplicates = 0

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from kernelarc.schema.base import RecordModel
+from kernelarc.schema.coordination import LLMExchange
 from kernelarc.schema.definition import Definition
 from kernelarc.schema.guard_record import GuardRecord
 from kernelarc.schema.solution import Solution
@@ -93,6 +94,16 @@ class Proposal(RecordModel):
     """Parameters the agent chose (block sizes, compile mode, ...)."""
     rationale: str = ""
     """One line on why this candidate."""
+    model: str | None = None
+    """LLM model that wrote it (None: an offline proposer)."""
+    draft: bool = False
+    """True when plateau-triggered drafting started this line."""
+    draft_source: Literal["global_best", "reference", "own"] | None = None
+    """What a draft started from."""
+    conclusions_seen: list[str] = Field(default_factory=list)
+    """Ids of the shared conclusions in the agent's context when it proposed this."""
+    llm: list[LLMExchange] = Field(default_factory=list)
+    """Every LLM request/reply made for this proposal (retries included), for replay."""
 
 
 def proposal_id_for(solution: Solution) -> str:

@@ -1,0 +1,94 @@
+"""Coordination records: conclusions shared between agents, and LLM exchanges kept with proposals.
+
+Place in the flow: agents publish `Conclusion`s after an attempt is judged (conclusions-only
+shared memory: claims and evidence, never code); the campaign appends them to `conclusions.jsonl`
+and shows the live ones to every agent. An LLM proposer stores every request/reply it made for a
+proposal as `LLMExchange`s on the proposal, so `llm=replay` can reproduce a campaign offline.
+"""
+
+from typing import Literal
+
+from pydantic import Field
+
+from kernelarc.schema.base import RecordModel
+
+
+class Evidence(RecordModel):
+    """One measured fact a conclusion rests on."""
+
+    attempt_index: int = Field(ge=0)
+    """The attempt (its index in attempts.jsonl) that measured it."""
+    proposal_id: str
+    """That attempt's proposal id."""
+    metric: str = "speedup"
+    """What was measured (`speedup`, `latency_ms`, `status`)."""
+    value: float | None = None
+    """The measured value (None for a status-only fact)."""
+    baseline: float | None = None
+    """What it was compared with (e.g. the agent's incumbent before), if anything."""
+    delta: float | None = None
+    """Relative change value/baseline - 1, if both exist."""
+
+
+class ConclusionScope(RecordModel):
+    """Where a conclusion applies."""
+
+    problem: str
+    """Definition name it was measured on."""
+    op_family: str = ""
+    """Op family (the definition's op_type), so related problems can reuse it."""
+
+
+class Conclusion(RecordModel):
+    """A short, evidence-backed finding shared between agents (never code)."""
+
+    id: str
+    """`c-<n>`, unique within a campaign."""
+    agent: str
+    """Publishing agent."""
+    strategy: str
+    """Its strategy."""
+    claim: str = Field(min_length=1, max_length=400)
+    """The finding in one or two sentences of prose."""
+    scope: ConclusionScope
+    """Where it applies."""
+    evidence: list[Evidence] = Field(min_length=1)
+    """Measurements it rests on."""
+    confidence: float = Field(ge=0.0, le=1.0)
+    """Publisher's confidence in [0, 1]."""
+    published_at: str
+    """ISO time."""
+    retracted: bool = False
+    """True once its evidence failed confirmation or was flagged as a hack; then hidden."""
+    retraction_reason: str = ""
+    """Why it was retracted."""
+
+
+class ChatMessage(RecordModel):
+    """One chat message sent to or received from an LLM."""
+
+    role: Literal["system", "user", "assistant"]
+    """Chat role."""
+    content: str
+    """Message text."""
+
+
+class LLMExchange(RecordModel):
+    """One request to an OpenAI-compatible endpoint and what came back."""
+
+    model: str
+    """Model name sent to the endpoint."""
+    messages: list[ChatMessage]
+    """The request's messages."""
+    reply: str = ""
+    """The assistant's reply text ("" when the request failed)."""
+    prompt_tokens: int = 0
+    """Tokens in the request, as the endpoint reported."""
+    completion_tokens: int = 0
+    """Tokens in the reply."""
+    cost_usd: float = 0.0
+    """Cost from the configured per-token prices."""
+    latency_s: float = 0.0
+    """Request to reply."""
+    error: str = ""
+    """Transport/HTTP/parse error text of this exchange, if any."""
