@@ -64,6 +64,19 @@ class Conclusion(RecordModel):
     """Why it was retracted."""
 
 
+class ConclusionDraft(RecordModel):
+    """What an agent hands the shared memory; the board validates it, then assigns id and time."""
+
+    claim: str
+    """The finding in prose (no code: the board rejects code)."""
+    evidence: list[Evidence]
+    """Measurements it rests on (attempts of this campaign; checked against the record)."""
+    confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+    """Confidence in [0, 1]."""
+    op_family: str = ""
+    """Scope beyond this problem (the definition's op_type), if any."""
+
+
 class ChatMessage(RecordModel):
     """One chat message sent to or received from an LLM."""
 
