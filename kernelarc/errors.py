@@ -21,5 +21,9 @@ class RunnerProtocolError(SandboxError):
     """The in-sandbox runner produced no valid result file."""
 
 
+class LLMError(KernelarcError):
+    """An LLM endpoint (or a replayed transcript) could not give a reply; the message says why."""
+
+
 class TrackingError(KernelarcError):
     """The tracking backend failed."""
