@@ -197,9 +197,9 @@ class OpenAIChatClient:
         if seed is not None:
             kwargs["seed"] = seed
         base = LLMExchange(model=model, messages=list(messages))
-        start = time.monotonic()
         retry_after: float | None = None
         with self._gate:
+            start = time.monotonic()  # after the wait for a slot: latency is the endpoint's
             try:
                 response = self._sdk.chat.completions.create(
                     model=model,
@@ -207,7 +207,7 @@ class OpenAIChatClient:
                     **kwargs,
                 )
             except openai.APIStatusError as exc:
-                error = f"HTTP {exc.status_code}: {_short(exc.message)}"
+                error = f"HTTP {exc.status_code}: {_short(_status_message(exc))}"
                 if exc.status_code == 401:
                     error += f" (is ${self.cfg.api_key_env} the right key for this endpoint?)"
                 retryable = exc.status_code in _RETRYABLE_STATUS or exc.status_code >= 500
@@ -269,6 +269,16 @@ def _retry_after(headers: Any) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max((when - datetime.now(UTC)).total_seconds(), 0.0)
+
+
+def _status_message(exc: openai.APIStatusError) -> str:
+    """The server's own error message when its body has one (`{"error": {"message": ...}}`)."""
+    body = exc.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return str(inner["message"])
+    return exc.message
 
 
 def _since(start: float) -> float:
