@@ -143,10 +143,13 @@ def rerun_discredits(attempt: Attempt) -> list[Discredit]:
     if guard is None or guard.incumbent_id is None:
         return []
     reruns = [s for s in guard.samples if s.role == "incumbent"]
+
+    def where(round_index: int) -> str:
+        return f"re-run in round {round_index} of attempt {attempt.index}'s re-timing"
+
     failed = next((s for s in reruns if s.status not in ("PASSED", "INFRA_ERROR")), None)
-    where = f"re-run in round {{}} of attempt {attempt.index}'s re-timing"
     if failed is not None:
-        reason = f"{where.format(failed.round)} ended {failed.status}"
+        reason = f"{where(failed.round)} ended {failed.status}"
         return [Discredit(guard.incumbent_id, reason)]
     slack = guard.settings.roofline_slack
     if slack is None or not guard.roofline:
@@ -155,7 +158,7 @@ def rerun_discredits(attempt: Attempt) -> list[Discredit]:
         for latency, bound in zip(sample.latencies_ms, guard.roofline, strict=False):
             if latency < bound.bound_ms * (1.0 - slack):
                 reason = (
-                    f"{where.format(sample.round)} measured {latency:.6g} ms on {bound.workload}, "
+                    f"{where(sample.round)} measured {latency:.6g} ms on {bound.workload}, "
                     f"below the roofline bound {bound.bound_ms:.6g} ms (a measurement error)"
                 )
                 return [Discredit(guard.incumbent_id, reason)]

@@ -35,7 +35,7 @@ def _judged(
         index=index,
         problem=proposal.solution.definition,
         proposal=proposal,
-        status=status,  # type: ignore[arg-type]
+        status=status,
         traces=[],
         speedup=speedup,
         latency_ms=1.0 / speedup if speedup else None,
@@ -43,6 +43,11 @@ def _judged(
         started_at="t",
         finished_at="t",
     )
+
+
+def _cuda(**fields: object) -> AgentContext:
+    """A CUDA context on rmsnorm (the GPU knob grids; nothing runs here)."""
+    return AgentContext(problem=RMSNORM, device="cuda", **fields)  # type: ignore[arg-type]
 
 
 def _setting(proposal: Proposal) -> dict[str, object]:
@@ -76,7 +81,7 @@ def test_which_strategies_serve_a_problem(problem: Problem, device: str, serving
     for agent in make_team(
         ["tiling", "memory", "fusion", "pipelining", "precision", "library", "compiler"], seed=0
     ):
-        proposal = agent.propose(AgentContext(problem=problem, device=device))  # type: ignore[arg-type]
+        proposal = agent.propose(AgentContext(problem=problem, device=device))
         if proposal is not None:
             found.add(agent.strategy)
             assert not blocking(scan_solution(proposal.solution)), proposal.id
@@ -184,39 +189,23 @@ def test_conclusions_steer_the_start_and_the_order_of_moves() -> None:
 
 
 def test_a_draft_starts_from_the_global_best_setting() -> None:
-    peer = TilingAgent(name="tiling", seed=9)
-    base_proposal = None
-    for _ in range(3):  # a setting away from the default
-        base_proposal = peer.propose(
-            AgentContext(
-                problem=RMSNORM,
-                device="cuda",
-                seen_ids=frozenset({base_proposal.id}) if base_proposal else frozenset(),
-            )
-        )
-    assert base_proposal is not None
-    base = _judged(base_proposal, 7, 2.0)
-    draft = DraftOrder(source="global_best", base=base, reason="flat")
-    mine = _judged(
-        PipeliningAgent(seed=0).propose(AgentContext(problem=RMSNORM, device="cuda"))
-        or base_proposal,
-        1,
-        1.0,
-    )
+    tiling = TilingAgent(seed=9)
+    default = tiling.propose(_cuda())
+    assert default is not None
+    moved = tiling.propose(_cuda(seen_ids=frozenset({default.id})))
+    assert moved is not None and moved.knobs["BLOCK_T"] != default.knobs["BLOCK_T"]
+    best = _judged(moved, 7, 2.0)  # a peer's attempt away from the default is the global best
     agent = PipeliningAgent(seed=0)
-    agent.propose(AgentContext(problem=RMSNORM, device="cuda"))
-    proposal = agent.propose(
-        AgentContext(
-            problem=RMSNORM,
-            device="cuda",
-            attempts=(mine,),
-            draft=draft,
-            seen_ids=frozenset({mine.proposal.id, base.proposal.id}),
-        )
-    )
-    assert proposal is not None and proposal.parent_id == base.proposal.id
-    changed = {k for k, v in _setting(proposal).items() if _setting(base_proposal)[k] != v}
-    assert changed == {"NUM_WARPS"}
+    own = _judged(agent.propose(_cuda()) or default, 0, 1.0)
+    seen = frozenset({own.proposal.id, best.proposal.id})
+    draft = DraftOrder(source="global_best", base=best, reason="flat")
+    proposal = agent.propose(_cuda(attempts=(own,), draft=draft, seen_ids=seen))
+    assert proposal is not None and proposal.parent_id == best.proposal.id
+    changed = {k for k, v in _setting(proposal).items() if _setting(moved)[k] != v}
+    assert changed == {"NUM_WARPS"}, "one owned knob away from the global best"
+    fresh = DraftOrder(source="reference", base=None, reason="flat")
+    line = agent.propose(_cuda(attempts=(own,), draft=fresh, seen_ids=seen))
+    assert line is not None and line.parent_id is None, "a fresh line from the reference"
 
 
 def test_conclude_publishes_findings_the_board_accepts(tmp_path: Path) -> None:
@@ -234,7 +223,7 @@ def test_conclude_publishes_findings_the_board_accepts(tmp_path: Path) -> None:
             problem=RMSNORM,
             device="cuda",
             attempts=(parent,),
-            seen_ids=frozenset(results + [first.id]),
+            seen_ids=frozenset([*results, first.id]),
         )
         proposal = agent.propose(ctx)
         assert proposal is not None
