@@ -116,14 +116,15 @@ def _view(cfg: CampaignConfig, state: CampaignState | None) -> Table:
         k for k in ("memory", "guard", "peer_state", "drafting") if getattr(cfg.coordination, k)
     ]
     table = Table(
-        title=f"campaign {cfg.name} on {cfg.problem}  (coordination: "
+        title=f"campaign {cfg.name} on {Path(cfg.problem).name}  (coordination: "
         f"{', '.join(switches) or 'none'})",
         title_justify="left",
     )
-    for column in ("agent", "strategy", "model", "attempts", "passed", "best", "drafts"):
-        table.add_column(column, justify="right" if column in ("attempts", "passed") else "left")
-    table.add_column("tokens", justify="right")
-    table.add_column("cost", justify="right")
+    table.add_column("agent", no_wrap=True)
+    table.add_column("strategy", no_wrap=True)
+    table.add_column("model")
+    for column in ("tried", "ok", "best", "drafts", "tokens", "cost"):
+        table.add_column(column, justify="right")
     if state is None:
         table.caption = f"budget 0/{cfg.budget.candidates}: starting"
         return table
@@ -138,7 +139,7 @@ def _view(cfg: CampaignConfig, state: CampaignState | None) -> Table:
             f"{row.best_speedup:.2f}x" if row.best_speedup is not None else "-",
             str(row.drafts),
             str(row.tokens),
-            f"${row.cost_usd:.4f}",
+            f"${row.cost_usd:.3f}",
         )
     best = f"{state.best_speedup:.2f}x" if state.best_speedup else "-"
     tokens = sum(r.tokens for r in stats)
