@@ -12,9 +12,11 @@ from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.live import Live
+from rich.table import Table
 
 from kernelarc.campaign import CampaignState, CampaignSummary, run_campaign
+from kernelarc.campaign.team_stats import team_stats
 from kernelarc.config import CampaignConfig
 from kernelarc.errors import KernelarcError
 from kernelarc.schema import Attempt
@@ -26,10 +28,12 @@ ConfigStore.instance().store(name="campaign_schema", node=CampaignConfig)
 
 
 def _config_path() -> str:
-    """`pkg://kernelarc.conf` when installed; the checkout's conf/ when run from source."""
-    if importlib.util.find_spec("kernelarc.conf") is not None:
-        return "pkg://kernelarc.conf"
-    return str(Path(__file__).resolve().parents[1] / "conf")
+    """The checkout's conf/ when run from source (so a checkout never composes another copy's
+    configs through an editable install), else `pkg://kernelarc.conf` (a wheel install)."""
+    checkout = Path(__file__).resolve().parents[1] / "conf"
+    if (checkout / "campaign.yaml").is_file() or importlib.util.find_spec("kernelarc.conf") is None:
+        return str(checkout)
+    return "pkg://kernelarc.conf"
 
 
 def run_hydra_campaign(args: list[str]) -> int:
@@ -83,14 +87,10 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
     console = Console(stderr=True)
     status, summary_metrics = "FAILED", {}
     try:
-        with _progress(console) as progress:
-            task = progress.add_task("campaign", total=cfg.budget.candidates, best="-", fails=0)
+        with Live(_view(cfg, None), console=console, refresh_per_second=2) as live:
 
             def on_attempt(attempt: Attempt, state: CampaignState) -> None:
-                best = f"{state.best_speedup:.2f}x" if state.best_speedup else "-"
-                progress.update(
-                    task, completed=len(state.attempts), best=best, fails=state.failures
-                )
+                live.update(_view(cfg, state))
 
             summary = run_campaign(cfg, run_dir, tracker, on_attempt)
         status = summary.status
@@ -109,16 +109,47 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
     return summary.best.speedup if summary.best else None
 
 
-def _progress(console: Console) -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("best {task.fields[best]}"),
-        TextColumn("failures {task.fields[fails]}"),
-        TimeElapsedColumn(),
-        console=console,
+def _view(cfg: CampaignConfig, state: CampaignState | None) -> Table:
+    """The live progress: budget, best, coordination counts, and one row per agent (called
+    from the loop's progress callback, under its lock, so the state is consistent)."""
+    switches = [
+        k for k in ("memory", "guard", "peer_state", "drafting") if getattr(cfg.coordination, k)
+    ]
+    table = Table(
+        title=f"campaign {cfg.name} on {Path(cfg.problem).name}  (coordination: "
+        f"{', '.join(switches) or 'none'})",
+        title_justify="left",
     )
+    table.add_column("agent", no_wrap=True)
+    table.add_column("strategy", no_wrap=True)
+    table.add_column("model")
+    for column in ("tried", "ok", "best", "drafts", "tokens", "cost"):
+        table.add_column(column, justify="right")
+    if state is None:
+        table.caption = f"budget 0/{cfg.budget.candidates}: starting"
+        return table
+    stats = team_stats(state.attempts, state.roster)
+    for row in stats:
+        table.add_row(
+            row.name,
+            row.strategy,
+            row.model or "-",
+            str(row.attempts),
+            str(row.passed),
+            f"{row.best_speedup:.2f}x" if row.best_speedup is not None else "-",
+            str(row.drafts),
+            str(row.tokens),
+            f"${row.cost_usd:.3f}",
+        )
+    best = f"{state.best_speedup:.2f}x" if state.best_speedup else "-"
+    tokens = sum(r.tokens for r in stats)
+    cost = sum(r.cost_usd for r in stats)
+    table.caption = (
+        f"budget {len(state.attempts)}/{state.budget}  best {best}  failures {state.failures}  "
+        f"conclusions {state.conclusions} ({state.retracted} retracted)  drafts {state.drafts}  "
+        f"guard runs {state.guard_evaluations}  tokens {tokens}  cost ${cost:.4f}"
+    )
+    return table
 
 
 def _print_summary(
@@ -127,7 +158,9 @@ def _print_summary(
     best = summary.best
     console.print(
         f"\n[bold]Campaign {cfg.name}[/] on [bold]{summary.problem}[/] ({summary.device}): "
-        f"{summary.attempts} candidates, {summary.passed} passed, {summary.failures} failed."
+        f"{summary.attempts} candidates, {summary.passed} passed, {summary.failures} failed; "
+        f"{summary.conclusions} conclusions ({summary.retracted} retracted), "
+        f"{summary.drafts} drafts."
     )
     if best is not None:
         console.print(

@@ -23,7 +23,11 @@ class BudgetConfig:
     candidates: int = 12
     """Candidates evaluated in total, shared by the team (duplicates are never evaluated)."""
     max_parallel: int = 2
-    """Evaluations running at once."""
+    """Evaluations running at once (sandbox slots; forced to 1 on CUDA so timings never share a
+    GPU). Separate from `max_proposing`: agents propose in their own threads meanwhile."""
+    max_proposing: int | None = None
+    """Agents inside `propose` (and `conclude`) at once; None = every agent of the team. An LLM
+    agent's requests are further bounded by `llm.concurrency`."""
     max_infra_failures: int = 5
     """Abort after this many consecutive infrastructure failures (not candidate failures)."""
 
@@ -33,6 +37,9 @@ class BudgetConfig:
             raise ConfigError(msg)
         if self.max_parallel < 1:
             msg = f"budget.max_parallel must be >= 1 (got {self.max_parallel})"
+            raise ConfigError(msg)
+        if self.max_proposing is not None and self.max_proposing < 1:
+            msg = f"budget.max_proposing must be >= 1 or null (got {self.max_proposing})"
             raise ConfigError(msg)
 
 
@@ -124,11 +131,40 @@ class TrackingConfig:
 
 
 @dataclass
+class AgentSpec:
+    """One member of the team (`agents.team` items, e.g. `{kind: llm, strategy: tiling}`)."""
+
+    kind: str
+    """Implementation: an offline strategy (`tiling`, `memory`, `fusion`, `pipelining`,
+    `precision`, `library`, `compiler`), `triton_template`, or `llm`."""
+    strategy: str = ""
+    """The strategy it owns; "" = the kind's own (offline kinds own exactly one; `llm` needs it)."""
+    model: str | None = None
+    """LLM model for this agent (`llm` only); None = `llm.model`."""
+    name: str = ""
+    """Unique agent name; "" = derived from kind and strategy, numbered when repeated."""
+
+
+#: The seven strategies of the offline team (conf/agents/offline.yaml), one agent each.
+OFFLINE_STRATEGIES = (
+    "tiling",
+    "memory",
+    "fusion",
+    "pipelining",
+    "precision",
+    "library",
+    "compiler",
+)
+
+
+@dataclass
 class AgentsConfig:
     """The team."""
 
-    team: list[str] = field(default_factory=lambda: ["compiler", "triton_template"])
-    """Agent kinds, one agent each."""
+    team: list[AgentSpec] = field(
+        default_factory=lambda: [AgentSpec(kind=kind) for kind in OFFLINE_STRATEGIES]
+    )
+    """Team members, one agent each (conf/agents/: offline, llm, mixed)."""
 
 
 @dataclass
@@ -273,10 +309,21 @@ class CoordinationConfig:
     """`global_best` (falls back to `reference` when peer state is off) or `reference`."""
     max_conclusions: int = 20
     """Most recent live conclusions shown to an agent."""
+    max_claim_chars: int = 280
+    """Longest conclusion claim the shared memory accepts (one or two sentences)."""
 
     def __post_init__(self) -> None:
         if self.plateau_patience < 1:
             msg = f"coordination.plateau_patience must be >= 1 (got {self.plateau_patience})"
+            raise ConfigError(msg)
+        if self.max_conclusions < 0 or not 20 <= self.max_claim_chars <= 400:
+            msg = (
+                "coordination.max_conclusions must be >= 0 and coordination.max_claim_chars in "
+                f"[20, 400] (got {self.max_conclusions}, {self.max_claim_chars})"
+            )
+            raise ConfigError(msg)
+        if self.plateau_min_gain < 0:
+            msg = f"coordination.plateau_min_gain must be >= 0 (got {self.plateau_min_gain})"
             raise ConfigError(msg)
         if self.draft_from not in ("global_best", "reference"):
             msg = (

@@ -1,58 +1,152 @@
-"""Offline proposers: the `Agent` protocol, its context and the team factory.
+"""Proposers: the `Agent` protocol, its context and the team factory.
 
-Place in the flow: the campaign loop calls `make_team(cfg.agents.team, cfg.seed)` once, then asks
-each agent `propose(ctx)` for candidates until it returns None or the budget is spent. Agents
-only write source text (they never import torch or triton); candidates run in the sandbox.
+Place in the flow: the campaign loop calls `make_team(cfg.agents.team, cfg.seed, llm=cfg.llm)`
+once, then asks each agent `propose(ctx)` for candidates until it returns None or the budget is
+spent, and (shared memory on) `conclude(attempt, ctx)` after each of its attempts is judged.
+Offline agents only write source text (they never import torch or triton); LLM agents live in
+`kernelarc.llm`, imported only when the team has one.
 """
 
-from typing import Protocol
+import importlib
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from kernelarc.agents.compiler_agent import CompilerAgent
-from kernelarc.agents.context import AgentContext
+from kernelarc.agents.context import AgentContext, DraftOrder, PeerSnapshot
+from kernelarc.agents.strategies import (
+    FusionAgent,
+    LibraryAgent,
+    MemoryAgent,
+    PipeliningAgent,
+    PrecisionAgent,
+    TilingAgent,
+)
 from kernelarc.agents.triton_agent import TritonTemplateAgent
+from kernelarc.config import AgentSpec
 from kernelarc.errors import ConfigError
-from kernelarc.schema import Proposal
+from kernelarc.schema import Attempt, Proposal
+from kernelarc.schema.coordination import ConclusionDraft
+
+if TYPE_CHECKING:
+    from kernelarc.config import LLMConfig
 
 
 class Agent(Protocol):
     """A proposer of candidate solutions for one problem."""
 
     name: str
-    """Unique within a team (`compiler`, `triton_template`, `triton_template-2`, ...)."""
+    """Unique within a team (`tiling`, `compiler`, `llm-memory`, `tiling-2`, ...)."""
     strategy: str
-    """The strategy it owns (`compiler`, `triton_template`)."""
+    """The strategy it owns (`tiling`, `memory`, ..., `compiler`, `triton_template`)."""
 
     def propose(self, ctx: AgentContext) -> Proposal | None:
         """The next candidate, or None when the agent has nothing new for this problem."""
         ...
 
 
-AGENT_KINDS: dict[str, type[CompilerAgent] | type[TritonTemplateAgent]] = {
+@runtime_checkable
+class ConcludingAgent(Protocol):
+    """An agent that publishes findings to the shared memory (the optional `conclude` hook)."""
+
+    def conclude(self, attempt: Attempt, ctx: AgentContext) -> list[ConclusionDraft]:
+        """Findings from one of its own judged attempts (prose claims with evidence, no code);
+        called only with shared memory on. Drafts the board rejects are logged and dropped."""
+        ...
+
+
+OfflineAgent = (
+    CompilerAgent
+    | TritonTemplateAgent
+    | TilingAgent
+    | MemoryAgent
+    | FusionAgent
+    | PipeliningAgent
+    | PrecisionAgent
+    | LibraryAgent
+)
+AGENT_KINDS: dict[str, type[OfflineAgent]] = {
+    "tiling": TilingAgent,
+    "memory": MemoryAgent,
+    "fusion": FusionAgent,
+    "pipelining": PipeliningAgent,
+    "precision": PrecisionAgent,
+    "library": LibraryAgent,
     "compiler": CompilerAgent,
     "triton_template": TritonTemplateAgent,
 }
+"""Offline kinds of `agents.team`; `llm` is the eighth kind (kernelarc.llm)."""
 
 
-def make_team(names: list[str], seed: int) -> list[Agent]:
-    """One agent per kind in `names`; a repeated kind gets a numbered name (`compiler-2`).
+def make_team(
+    specs: list[AgentSpec | str], seed: int, llm: "LLMConfig | None" = None
+) -> list[Agent]:
+    """One agent per spec; unnamed agents of a repeated kind get numbered names (`tiling-2`).
+
+    Args:
+        specs: `agents.team` (a bare string is shorthand for `AgentSpec(kind=...)`).
+        seed: the campaign seed (each agent derives its own order from it and its name).
+        llm: the `llm` config group, for `kind: llm` members.
 
     Raises:
-        ConfigError: a kind is unknown or the list is empty.
+        ConfigError: the list is empty, a kind is unknown, a name repeats, an offline member
+            names another strategy or a model, or an `llm` member cannot be built.
     """
-    if not names:
-        msg = f"agents.team is empty; list one or more of {sorted(AGENT_KINDS)}"
+    if not specs:
+        msg = f"agents.team is empty; list one or more of {sorted([*AGENT_KINDS, 'llm'])}"
         raise ConfigError(msg)
     team: list[Agent] = []
     counts: dict[str, int] = {}
-    for kind in names:
-        cls = AGENT_KINDS.get(kind)
-        if cls is None:
-            msg = f"unknown agent kind {kind!r} in agents.team; valid kinds: {sorted(AGENT_KINDS)}"
+    for item in specs:
+        spec = AgentSpec(kind=item) if isinstance(item, str) else item
+        base = spec.name or (f"llm-{spec.strategy}" if spec.kind == "llm" else spec.kind)
+        counts[base] = counts.get(base, 0) + 1
+        name = base if counts[base] == 1 or spec.name else f"{base}-{counts[base]}"
+        if any(agent.name == name for agent in team):
+            msg = f"agents.team: two members are named {name!r}; give each a unique `name`"
             raise ConfigError(msg)
-        counts[kind] = counts.get(kind, 0) + 1
-        name = kind if counts[kind] == 1 else f"{kind}-{counts[kind]}"
-        team.append(cls(name=name, seed=seed))
+        team.append(_make_agent(spec, name, seed, llm))
     return team
+
+
+def _make_agent(spec: AgentSpec, name: str, seed: int, llm: "LLMConfig | None") -> Agent:
+    if spec.kind == "llm":
+        return _make_llm_agent(AgentSpec(spec.kind, spec.strategy, spec.model, name), seed, llm)
+    cls = AGENT_KINDS.get(spec.kind)
+    if cls is None:
+        valid = sorted([*AGENT_KINDS, "llm"])
+        msg = f"unknown agent kind {spec.kind!r} in agents.team; valid kinds: {valid}"
+        raise ConfigError(msg)
+    if spec.strategy and spec.strategy != cls.strategy:
+        msg = (
+            f"agents.team member {name!r}: the offline kind {spec.kind!r} owns strategy "
+            f"{cls.strategy!r}, not {spec.strategy!r}; use `kind: llm` for another strategy"
+        )
+        raise ConfigError(msg)
+    if spec.model is not None:
+        msg = f"agents.team member {name!r}: `model` is for `kind: llm` only (kind {spec.kind!r})"
+        raise ConfigError(msg)
+    return cls(name=name, seed=seed)
+
+
+def _make_llm_agent(spec: AgentSpec, seed: int, llm: "LLMConfig | None") -> Agent:
+    """`kernelarc.llm.make_llm_agent(spec, llm, seed)`, imported only for an LLM member."""
+    if llm is None or llm.kind == "none":
+        msg = (
+            f"agents.team member {spec.name!r} is an LLM agent but llm=none; choose an endpoint "
+            "with llm=openai (or llm=replay), or an offline team with agents=offline"
+        )
+        raise ConfigError(msg)
+    try:
+        module = importlib.import_module("kernelarc.llm")
+        factory = module.make_llm_agent
+    except (ImportError, AttributeError) as exc:
+        msg = (
+            f"agents.team member {spec.name!r} (kind llm) needs kernelarc.llm.make_llm_agent, "
+            f"which cannot be imported ({exc}); use agents=offline, or install the LLM extra "
+            f"and set llm= to an endpoint"
+        )
+        raise ConfigError(msg) from exc
+    agent: Agent = factory(spec, llm, seed)
+    return agent
 
 
 __all__ = [
@@ -60,6 +154,15 @@ __all__ = [
     "Agent",
     "AgentContext",
     "CompilerAgent",
+    "ConcludingAgent",
+    "DraftOrder",
+    "FusionAgent",
+    "LibraryAgent",
+    "MemoryAgent",
+    "PeerSnapshot",
+    "PipeliningAgent",
+    "PrecisionAgent",
+    "TilingAgent",
     "TritonTemplateAgent",
     "make_team",
 ]

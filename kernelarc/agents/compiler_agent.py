@@ -4,15 +4,20 @@ Place in the flow: a member of the team built by `make_team`; the campaign loop 
 until it returns None. It works for any definition because it only rewraps the reference source:
 first the eager reference as-is (the baseline every other candidate is compared with), then the
 reference wrapped in `torch.compile` with different modes. The order is fixed (cheap compiles
-first; a cold CPU compile costs ~10-30 s per fresh process because Inductor builds C++).
+first; a cold CPU compile costs ~10-30 s per fresh process because Inductor builds C++), except
+that variants the shared conclusions found failing or slower are tried last. After a compiled
+variant is judged, `conclude` compares it with the eager reference it measured
+(`variant compile-default over eager: +25% on rmsnorm (attempts 4 vs 0)`).
 """
 
 import logging
 from dataclasses import dataclass
 
 from kernelarc.agents.context import AgentContext
+from kernelarc.agents.knob_findings import compare_draft, failure_draft, read_findings
 from kernelarc.agents.proposals import build_proposal
-from kernelarc.schema import Definition, Language, Proposal
+from kernelarc.schema import Attempt, Definition, EvalStatus, Language, Proposal
+from kernelarc.schema.coordination import ConclusionDraft
 
 logger = logging.getLogger(__name__)
 
@@ -93,10 +98,13 @@ class CompilerAgent:
     """Proposes the eager reference, then torch.compile variants of it, in a fixed order."""
 
     strategy = "compiler"
+    min_effect = 0.05
+    """Smallest relative speedup change worth a conclusion."""
 
     def __init__(self, name: str = "compiler", seed: int = 0) -> None:
         self.name = name
         self.seed = seed
+        self.model: str | None = None
         self._issued: set[str] = set()
 
     def variants_for(self, device: str) -> list[CompileVariant]:
@@ -107,7 +115,14 @@ class CompilerAgent:
         """The first variant not yet proposed or evaluated, or None when all were."""
         skip = ctx.seen_ids | self._issued | {a.proposal.id for a in ctx.attempts}
         definition = ctx.problem.definition
-        for variant in self.variants_for(ctx.device):
+        findings = read_findings(ctx.conclusions)
+        # Stable sort: the fixed order, with variants found slower or failing moved last (the
+        # eager baseline always stays first).
+        variants = sorted(
+            self.variants_for(ctx.device),
+            key=lambda v: v.compiled and findings.rank("variant", v.tag) >= 2,
+        )
+        for variant in variants:
             rationale = (
                 "the reference as-is (eager): the baseline any kernel must beat"
                 if not variant.compiled
@@ -129,3 +144,21 @@ class CompilerAgent:
             return proposal
         logger.debug("%s: no new compile variant for %s", self.name, definition.name)
         return None
+
+    def conclude(self, attempt: Attempt, ctx: AgentContext) -> list[ConclusionDraft]:
+        """A compiled variant against the eager reference this agent measured, if any."""
+        if attempt.proposal.knobs.get("compiled") is not True:
+            return []
+        eager = next((a for a in ctx.attempts if a.proposal.knobs.get("variant") == "eager"), None)
+        if eager is None or eager.status != EvalStatus.PASSED or eager.speedup is None:
+            return []
+        problem = ctx.problem.name
+        if attempt.status in (EvalStatus.COMPILE_ERROR, EvalStatus.RUNTIME_ERROR):
+            return [failure_draft("variant", attempt, problem)]
+        if attempt.status != EvalStatus.PASSED or attempt.speedup is None:
+            return []
+        delta = attempt.speedup / eager.speedup - 1.0
+        if abs(delta) < self.min_effect:
+            return []
+        faster, slower = (attempt, eager) if delta > 0 else (eager, attempt)
+        return [compare_draft("variant", faster, slower, problem, 0.6)]

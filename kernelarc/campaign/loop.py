@@ -1,23 +1,30 @@
 """The campaign loop: agents propose, the guard screens, the sandbox evaluates, the guard judges,
-tracking records.
+tracking records, coordination shares.
 
-Each agent runs in its own thread; evaluations are bounded by `budget.max_parallel` slots and by
-one shared candidate budget. A blocked proposal (static rules) never reaches a sandbox. A passing
-candidate is judged under the guard lock, so the incumbent cannot change while the guard re-times
-and confirms it (those extra evaluations take slots but not budget). An attempt is appended to
-attempts.jsonl before anything else sees it.
+Two kinds of concurrency, bounded separately: every agent proposes in its own thread (at most
+`budget.max_proposing` inside `propose`/`conclude` at once, default all), while evaluations are
+bounded by `budget.max_parallel` sandbox slots (one on CUDA); one candidate budget is shared by
+the team. A blocked proposal (static rules) never reaches a sandbox. A passing candidate is
+judged under the guard lock, so the incumbent cannot change while the guard re-times and
+confirms it (those extra evaluations take slots but not budget). An attempt is appended to
+attempts.jsonl before anything else sees it. Each context is built by the `Coordinator` per the
+`coordination.*` switches (shared conclusions, peer snapshots, drafting); after an attempt the
+agent's `conclude` hook may publish conclusions to `conclusions.jsonl` (memory on).
 """
 
+import contextlib
 import logging
 import shutil
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
 from kernelarc.agents import Agent, AgentContext, make_team
+from kernelarc.campaign.coordinator import Coordinator
 from kernelarc.campaign.device import resolve_device
 from kernelarc.campaign.run_record import CampaignRecord, write_campaign_record
 from kernelarc.config import CampaignConfig
@@ -49,6 +56,7 @@ from kernelarc.schema import (
     Verdict,
     utc_now,
 )
+from kernelarc.schema.coordination import Conclusion, TeamMember
 from kernelarc.schema.guard_record import GuardRecord, GuardSettings
 from kernelarc.tracking import Tracker
 from kernelarc.tracking.attempts_log import AttemptLog
@@ -72,6 +80,14 @@ class CampaignState:
     infra_failures_in_a_row: int = 0
     guard_evaluations: int = 0
     aborted: str = ""
+    conclusions: int = 0
+    """Conclusions published to the shared memory."""
+    retracted: int = 0
+    """Conclusions retracted since."""
+    drafts: int = 0
+    """Drafted proposals accepted into the budget."""
+    roster: tuple[tuple[str, str], ...] = ()
+    """(name, strategy) of every agent of the team, in team order."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     guard_lock: threading.Lock = field(default_factory=threading.Lock)
     """Held while a passing candidate is judged: the incumbent is stable meanwhile."""
@@ -99,6 +115,12 @@ class CampaignSummary:
     status: str
     guard_evaluations: int = 0
     """Extra sandbox evaluations the guard made (re-timing, confirmation); not in the budget."""
+    conclusions: int = 0
+    """Conclusions published to the shared memory."""
+    retracted: int = 0
+    """Of those, retracted by the end."""
+    drafts: int = 0
+    """Drafted proposals evaluated."""
 
 
 def run_campaign(
@@ -117,10 +139,12 @@ def run_campaign(
     """
     problem = resolve_problem(cfg.problem, cfg.workloads)
     device = resolve_device(cfg.device)
-    team = team if team is not None else make_team(list(cfg.agents.team), cfg.seed)
+    kinds = [""] * len(team) if team is not None else [spec.kind for spec in cfg.agents.team]
+    team = team if team is not None else make_team(list(cfg.agents.team), cfg.seed, llm=cfg.llm)
     sandbox = make_sandbox(cfg.sandbox.kind, **cfg.sandbox.options())
     run_dir.mkdir(parents=True, exist_ok=True)
     problem_copy = _copy_problem(problem, run_dir / "problem", cfg.workloads)
+    coordinator = Coordinator(cfg.coordination, problem, device, team, run_dir)
     record = CampaignRecord(
         name=cfg.name,
         problem=problem.name,
@@ -130,10 +154,20 @@ def run_campaign(
         device=device,
         seed=cfg.seed,
         started_at=utc_now(),
+        coordination=coordinator.settings(cfg.guard.enabled and cfg.coordination.guard),
+        team=[
+            TeamMember(
+                name=agent.name,
+                strategy=agent.strategy,
+                kind=kind,
+                model=getattr(agent, "model", None),
+            )
+            for agent, kind in zip(team, kinds, strict=True)
+        ],
     )
     write_campaign_record(run_dir, record)
     log = AttemptLog(run_dir / "attempts.jsonl")
-    state = CampaignState(budget=cfg.budget.candidates)
+    state = CampaignState(budget=cfg.budget.candidates, roster=coordinator.roster)
     # Timed evaluations must never share a GPU: one slot per device on CUDA. On the CPU the
     # timings are only labelled smoke signals, so evaluations may overlap.
     parallel = 1 if device == "cuda" else cfg.budget.max_parallel
@@ -142,7 +176,9 @@ def run_campaign(
     slots = threading.BoundedSemaphore(parallel)
     for agent in team:
         tracker.start_agent(agent.name, agent.strategy)
-    worker = _AgentWorker(cfg, problem, device, sandbox, state, slots, log, tracker, on_attempt)
+    worker = _AgentWorker(
+        cfg, problem, device, sandbox, state, slots, log, tracker, on_attempt, coordinator
+    )
     threads = [
         threading.Thread(target=worker.run, args=(agent,), name=f"agent-{agent.name}", daemon=True)
         for agent in team
@@ -168,6 +204,7 @@ def run_campaign(
                 "best_proposal_id": state.best.proposal.id if state.best else None,
                 "best_speedup": state.best_speedup,
                 "abort_reason": state.aborted,
+                "conclusions": state.conclusions,
             }
         ),
     )
@@ -181,6 +218,9 @@ def run_campaign(
         best=state.best,
         status=status,
         guard_evaluations=state.guard_evaluations,
+        conclusions=state.conclusions,
+        retracted=state.retracted,
+        drafts=state.drafts,
     )
 
 
@@ -206,6 +246,7 @@ class _AgentWorker:
         log: AttemptLog,
         tracker: Tracker,
         on_attempt: ProgressCallback | None,
+        coordinator: Coordinator,
     ) -> None:
         self.cfg = cfg
         self.problem = problem
@@ -216,6 +257,12 @@ class _AgentWorker:
         self.log = log
         self.tracker = tracker
         self.on_attempt = on_attempt
+        self.coordinator = coordinator
+        # Proposal concurrency, separate from the evaluation slots above.
+        limit = cfg.budget.max_proposing
+        self.proposing: AbstractContextManager[object] = (
+            threading.BoundedSemaphore(limit) if limit is not None else contextlib.nullcontext()
+        )
         warmup, iterations = cfg.eval.timing_for(device)
         self.timing = TimingConfig(warmup=warmup, iterations=iterations)
         # coordination.guard=false (the ablation arm) turns the guard off whatever guard.* says.
@@ -223,26 +270,23 @@ class _AgentWorker:
         self.settings: GuardSettings = guard_settings(guard_cfg, device)
 
     def run(self, agent: Agent) -> None:
+        """Propose, evaluate, record and conclude until the budget is spent or the agent stops."""
         duplicates = 0
         while True:
             with self.state.lock:
                 if self.state.aborted or self.state.reserved >= self.state.budget:
                     return
-                own = tuple(a for a in self.state.attempts if a.proposal.agent == agent.name)
-                ctx = AgentContext(
-                    problem=self.problem,
-                    device="cuda" if self.device == "cuda" else "cpu",
-                    attempts=own,
-                    seen_ids=frozenset(self.state.seen_ids),
-                )
+                ctx = self._context(agent.name)
             try:
-                proposal = agent.propose(ctx)
+                with self.proposing:
+                    proposal = agent.propose(ctx)
             except Exception:  # an agent bug must not end the campaign (isolation boundary)
                 logger.exception("agent %s failed to propose; retiring it", agent.name)
                 return
             if proposal is None:
                 logger.info("agent %s has nothing new to propose", agent.name)
                 return
+            proposal = self.coordinator.stamp(proposal, ctx)
             with self.state.lock:
                 if proposal.id in self.state.seen_ids:
                     duplicates += 1
@@ -256,7 +300,41 @@ class _AgentWorker:
                 self.state.seen_ids.add(proposal.id)
                 ordinal = self.state.reserved
                 self.state.reserved += 1
-            self._screen_evaluate_and_record(proposal, ordinal)
+                self.coordinator.accepted(proposal)
+                self.state.drafts += int(proposal.draft)
+            attempt = self._screen_evaluate_and_record(proposal, ordinal)
+            self._conclude(agent, attempt)
+
+    def _context(self, agent: str) -> AgentContext:
+        """The agent's context (under the state lock)."""
+        return self.coordinator.context(
+            agent, self.state.attempts, frozenset(self.state.seen_ids), self.state.best
+        )
+
+    def _conclude(self, agent: Agent, attempt: Attempt) -> None:
+        """The agent's conclusions on its attempt (shared memory on only)."""
+        if self.coordinator.board is None:
+            return
+        with self.state.lock:
+            ctx = self._context(agent.name)
+        with self.proposing:
+            published = self.coordinator.conclude(agent, attempt, ctx)
+        if not published:
+            return
+        with self.state.lock:
+            self.state.conclusions += len(published)
+        self._log_conclusions(published)
+
+    def _log_conclusions(self, conclusions: list[Conclusion]) -> None:
+        """Report conclusions (published or retracted) to a tracker that takes them."""
+        log_conclusion = getattr(self.tracker, "log_conclusion", None)
+        if not callable(log_conclusion):
+            return
+        for conclusion in conclusions:
+            try:
+                log_conclusion(conclusion)
+            except KernelarcError:
+                logger.exception("tracking failed for conclusion %s", conclusion.id)
 
     def _request(self, proposal: Proposal) -> EvalRequest:
         return EvalRequest(
@@ -275,7 +353,7 @@ class _AgentWorker:
         with self.slots:
             return self.sandbox.evaluate(request, timeout_s=self.cfg.eval.timeout_s)
 
-    def _screen_evaluate_and_record(self, proposal: Proposal, ordinal: int) -> None:
+    def _screen_evaluate_and_record(self, proposal: Proposal, ordinal: int) -> Attempt:
         started = utc_now()
         t0 = time.monotonic()
         findings = scan_solution(proposal.solution)
@@ -287,8 +365,7 @@ class _AgentWorker:
                 sorted({f.rule for f in blocking(findings)}),
             )
             with self.state.lock:
-                self._record(proposal, None, record, "", started, 0.0)
-            return
+                return self._record(proposal, None, record, "", started, 0.0)
         request = self._request(proposal)
         result: EvalResult | None
         try:
@@ -301,20 +378,18 @@ class _AgentWorker:
         wall = time.monotonic() - t0
         if result is None or not self.settings.enabled:
             with self.state.lock:
-                self._record(proposal, result, record, error, started, wall)
-            return
+                return self._record(proposal, result, record, error, started, wall)
         score = score_traces(result.traces)
         if score.status != EvalStatus.PASSED:
             with self.state.lock:
-                self._record(proposal, result, record, error, started, wall)
-            return
+                return self._record(proposal, result, record, error, started, wall)
         # A passing candidate: judged under the guard lock so the incumbent stays put.
         with self.state.guard_lock:
             with self.state.lock:
                 incumbent = self.state.best
             record = self._measure(proposal, request, result, score, record, incumbent, ordinal)
             with self.state.lock:
-                self._record(proposal, result, record, error, started, wall)
+                return self._record(proposal, result, record, error, started, wall)
 
     def _measure(
         self,
@@ -366,7 +441,9 @@ class _AgentWorker:
         error: str,
         started: str,
         wall: float,
-    ) -> None:
+    ) -> Attempt:
+        """Judge, append to attempts.jsonl, update state and coordination, then report (under
+        the state lock)."""
         state = self.state
         score: Score | None = score_traces(result.traces) if result is not None else None
         incumbent_speedup = state.best_speedup
@@ -416,12 +493,16 @@ class _AgentWorker:
             state.best = attempt
         if attempt.status != EvalStatus.PASSED:
             state.failures += 1
+        retracted = self.coordinator.observe(attempt)
+        state.retracted += len(retracted)
         try:
             self.tracker.log_attempt(attempt)
         except KernelarcError:
             logger.exception("tracking failed for attempt %d; attempts.jsonl has it", attempt.index)
+        self._log_conclusions(retracted)
         if self.on_attempt is not None:
             self.on_attempt(attempt, state)
+        return attempt
 
 
 def _judge(score: Score | None, record: GuardRecord, incumbent_speedup: float | None) -> Judgement:

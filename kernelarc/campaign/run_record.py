@@ -3,10 +3,11 @@
 import json
 from pathlib import Path
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from kernelarc.errors import ConfigError
 from kernelarc.schema.base import RecordModel
+from kernelarc.schema.coordination import CoordinationSettings, TeamMember
 
 CAMPAIGN_FILE = "campaign.json"
 
@@ -40,6 +41,12 @@ class CampaignRecord(RecordModel):
     """Best geometric-mean speedup."""
     abort_reason: str = ""
     """Why the campaign stopped early, if it did."""
+    coordination: CoordinationSettings | None = None
+    """The coordination switches in force (None: records older than the switches)."""
+    team: list[TeamMember] = Field(default_factory=list)
+    """The agents, their strategies and models."""
+    conclusions: int = 0
+    """Conclusions published (conclusions.jsonl has them and their retractions)."""
 
 
 def write_campaign_record(run_dir: Path, record: CampaignRecord) -> None:

@@ -6,9 +6,9 @@ and shows the live ones to every agent. An LLM proposer stores every request/rep
 proposal as `LLMExchange`s on the proposal, so `llm=replay` can reproduce a campaign offline.
 """
 
-from typing import Literal
+from typing import Literal, Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from kernelarc.schema.base import RecordModel
 
@@ -75,6 +75,73 @@ class ConclusionDraft(RecordModel):
     """Confidence in [0, 1]."""
     op_family: str = ""
     """Scope beyond this problem (the definition's op_type), if any."""
+
+
+class ConclusionEvent(RecordModel):
+    """One line of `<run_dir>/conclusions.jsonl` (append-only; replayed in order to restore the
+    board): a conclusion published, a conclusion retracted, or a draft rejected."""
+
+    kind: Literal["published", "retracted", "rejected"]
+    """What happened."""
+    at: str
+    """ISO time."""
+    agent: str
+    """The publishing agent (of the draft, or of the conclusion retracted)."""
+    conclusion: Conclusion | None = None
+    """`published`: the conclusion as published."""
+    conclusion_id: str | None = None
+    """`retracted`: the conclusion retracted."""
+    reason: str = ""
+    """`retracted`: why; `rejected`: every rule the draft broke."""
+    claim: str = ""
+    """`rejected`: the submitted claim (kept for analysis; never shown to agents)."""
+
+    @model_validator(mode="after")
+    def _fields_match_kind(self) -> Self:
+        if (self.kind == "published") != (self.conclusion is not None):
+            msg = "a `published` event carries the conclusion, and only it"
+            raise ValueError(msg)
+        if (self.kind == "retracted") != (self.conclusion_id is not None):
+            msg = "a `retracted` event names conclusion_id, and only it"
+            raise ValueError(msg)
+        if self.kind != "published" and not self.reason:
+            msg = f"a `{self.kind}` event needs a reason"
+            raise ValueError(msg)
+        return self
+
+
+class CoordinationSettings(RecordModel):
+    """The coordination switches a campaign ran with (campaign.json), so arms can be told apart."""
+
+    memory: bool
+    """Conclusions-only shared memory on."""
+    guard: bool
+    """Benchmark guard on (False: naive acceptance)."""
+    peer_state: bool
+    """Read-only peer snapshots on."""
+    drafting: bool
+    """Plateau-triggered drafting on."""
+    plateau_patience: int
+    """Flat attempts before drafting fires."""
+    plateau_min_gain: float
+    """Relative gain that counts as progress."""
+    draft_from: str
+    """`global_best` or `reference`."""
+    max_conclusions: int
+    """Live conclusions shown per context."""
+
+
+class TeamMember(RecordModel):
+    """One agent of the team as it ran (campaign.json)."""
+
+    name: str
+    """Agent name."""
+    strategy: str
+    """Strategy it owns."""
+    kind: str = ""
+    """Implementation kind (`tiling`, `llm`, ...; "" for a team passed in code)."""
+    model: str | None = None
+    """LLM model, None for an offline agent."""
 
 
 class ChatMessage(RecordModel):

@@ -9,7 +9,8 @@ from agent_checks import case_for, check_entry, run_checker, smallest_workload
 from kernelarc.agents import AgentContext, CompilerAgent
 from kernelarc.agents.compiler_agent import VARIANTS
 from kernelarc.problems.builtin_set import builtin_names, resolve_problem
-from kernelarc.schema import Language
+from kernelarc.schema import Attempt, Language, Proposal, Verdict
+from kernelarc.schema.coordination import Conclusion, ConclusionScope, Evidence
 
 NAMES = builtin_names()
 
@@ -75,3 +76,46 @@ def test_compile_variants_match_the_reference_on_cpu(tmp_path: Path) -> None:
     results = run_checker(checks, "cpu", tmp_path, interpret=False, timeout=600)
     failed = {label: r["detail"] for label, r in results.items() if not r["ok"]}
     assert not failed
+
+
+def _judged(proposal: Proposal | None, index: int, speedup: float | None) -> Attempt:
+    assert proposal is not None
+    return Attempt(
+        index=index,
+        problem=proposal.solution.definition,
+        proposal=proposal,
+        status="PASSED",
+        traces=[],
+        speedup=speedup,
+        verdict=Verdict.CORRECT,
+        started_at="t",
+        finished_at="t",
+    )
+
+
+def test_conclusions_move_failing_variants_last_and_compiled_runs_conclude() -> None:
+    problem = resolve_problem("rmsnorm")
+    failing = Conclusion(
+        id="c-1",
+        agent="peer",
+        strategy="compiler",
+        claim="variant compile-max-autotune-no-cudagraphs fails (COMPILE_ERROR) on rmsnorm "
+        "(attempt 3)",
+        scope=ConclusionScope(problem="rmsnorm"),
+        evidence=[Evidence(attempt_index=3, proposal_id="p-x", metric="status")],
+        confidence=0.7,
+        published_at="t",
+    )
+    ctx = AgentContext(problem=problem, conclusions=(failing,))
+    tags = [p.knobs["variant"] for p in _all(CompilerAgent(), ctx)]
+    assert tags[0] == "eager" and tags[-1] == "compile-max-autotune-no-cudagraphs"
+    agent = CompilerAgent()
+    eager = _judged(agent.propose(AgentContext(problem=problem)), 0, 1.0)
+    compiled = _judged(agent.propose(AgentContext(problem=problem)), 1, 1.5)
+    history = AgentContext(problem=problem, attempts=(eager, compiled))
+    (draft,) = agent.conclude(compiled, history)
+    assert draft.claim == (
+        f"variant {compiled.proposal.knobs['variant']} over eager: +50% on rmsnorm "
+        "(attempts 1 vs 0)"
+    )
+    assert agent.conclude(eager, history) == [], "the eager baseline alone shows nothing"

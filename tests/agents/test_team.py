@@ -1,19 +1,30 @@
-"""make_team: kinds, names and errors."""
+"""make_team: kinds, names, specs and errors."""
+
+import sys
 
 import pytest
 
-from kernelarc.agents import AgentContext, CompilerAgent, TritonTemplateAgent, make_team
+from kernelarc.agents import (
+    AgentContext,
+    CompilerAgent,
+    TilingAgent,
+    TritonTemplateAgent,
+    make_team,
+)
+from kernelarc.config import OFFLINE_STRATEGIES, AgentSpec, LLMConfig
 from kernelarc.errors import ConfigError
 from kernelarc.problems.builtin_set import resolve_problem
 
 
-def test_default_team() -> None:
+def test_offline_team_has_one_agent_per_strategy() -> None:
+    team = make_team([AgentSpec(kind=kind) for kind in OFFLINE_STRATEGIES], seed=7)
+    assert [(a.name, a.strategy) for a in team] == [(k, k) for k in OFFLINE_STRATEGIES]
+    assert isinstance(team[0], TilingAgent) and isinstance(team[-1], CompilerAgent)
+
+
+def test_bare_kinds_and_the_triton_template_agent_still_work() -> None:
     team = make_team(["compiler", "triton_template"], seed=7)
     assert [type(a) for a in team] == [CompilerAgent, TritonTemplateAgent]
-    assert [(a.name, a.strategy) for a in team] == [
-        ("compiler", "compiler"),
-        ("triton_template", "triton_template"),
-    ]
 
 
 def test_repeated_kinds_get_distinct_names_and_orders() -> None:
@@ -30,9 +41,43 @@ def test_repeated_kinds_get_distinct_names_and_orders() -> None:
     assert first.id != second.id
 
 
+def test_named_members() -> None:
+    team = make_team([AgentSpec(kind="tiling", name="tiles-a"), AgentSpec(kind="tiling")], seed=0)
+    assert [a.name for a in team] == ["tiles-a", "tiling"]
+    with pytest.raises(ConfigError, match="two members are named 'tiling'"):
+        make_team([AgentSpec(kind="tiling"), AgentSpec(kind="memory", name="tiling")], seed=0)
+
+
 def test_unknown_kind_lists_the_valid_ones() -> None:
-    with pytest.raises(ConfigError, match=r"'llm'.*\['compiler', 'triton_template'\]"):
-        make_team(["compiler", "llm"], seed=0)
+    with pytest.raises(ConfigError, match=r"'gpt'.*'compiler'.*'llm'.*'tiling'"):
+        make_team(["compiler", "gpt"], seed=0)
+
+
+@pytest.mark.parametrize(
+    ("spec", "match"),
+    [
+        (AgentSpec(kind="tiling", strategy="memory"), "owns strategy 'tiling', not 'memory'"),
+        (AgentSpec(kind="compiler", model="gpt-4o"), "`model` is for `kind: llm` only"),
+    ],
+)
+def test_offline_members_take_no_other_strategy_or_model(spec: AgentSpec, match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        make_team([spec], seed=0)
+
+
+def test_llm_member_needs_an_endpoint() -> None:
+    with pytest.raises(ConfigError, match=r"agents\.team.*llm=none.*llm=openai"):
+        make_team([AgentSpec(kind="llm", strategy="tiling")], seed=0, llm=LLMConfig())
+
+
+def test_llm_member_without_the_llm_package_names_the_fix(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Simulates a missing kernelarc.llm (the LLM proposer is built separately).
+    monkeypatch.setitem(sys.modules, "kernelarc.llm", None)
+    llm = LLMConfig(kind="openai")
+    with pytest.raises(ConfigError, match=r"agents\.team.*kernelarc\.llm.*llm="):
+        make_team([AgentSpec(kind="llm", strategy="tiling")], seed=0, llm=llm)
 
 
 def test_empty_team_is_an_error() -> None:

@@ -1,0 +1,131 @@
+"""The offline strategy agents: one per optimisation strategy of the team.
+
+Place in the flow: `make_team` builds these for the offline kinds of `agents.team`. Four search
+the fused Triton template of the problem's family (triton_knobs.py), each over the knobs its
+strategy owns; two rewrite the reference with library or precision settings (torch_variants.py,
+problems with a matmul only); the seventh, compiler-driven, is `CompilerAgent`.
+
+| kind | owns |
+| --- | --- |
+| `tiling` | tile sizes: rows per program, BLOCK_M/N/K, heads per program |
+| `memory` | contiguous block widths (vector loads) and the L2 swizzle (GROUP_M) |
+| `fusion` | fusion knobs of the template; with none, the fused kernel as a whole (all knobs) |
+| `pipelining` | num_warps and num_stages (occupancy, software pipelining) |
+| `precision` | compute dtype under autocast, float32 matmul precision |
+| `library` | GEMM library path (addmm, cuBLASLt epilogue), BLAS backend, TF32 |
+
+Triton candidates carry a header that names the setting, not the agent, so two agents that reach
+the same setting produce the same proposal id and it is evaluated once.
+"""
+
+from typing import Any
+
+from kernelarc.agents.knob_search import Knobs, KnobSpace
+from kernelarc.agents.proposals import build_proposal
+from kernelarc.agents.strategy_agent import KnobStrategyAgent
+from kernelarc.agents.torch_variants import render_torch, torch_space
+from kernelarc.agents.triton_agent import knob_tag
+from kernelarc.agents.triton_knobs import render_triton, triton_space
+from kernelarc.problems.files import Problem
+from kernelarc.schema import Language, Proposal
+
+
+class TritonStrategyAgent(KnobStrategyAgent):
+    """A strategy that searches its knobs of the problem's fused Triton template."""
+
+    def space_for(self, problem: Problem, device: str) -> tuple[KnobSpace, Any] | str:
+        """The template's knob space (every strategy sees all knobs, searches its own)."""
+        return triton_space(problem, device)
+
+    def render(self, problem: Problem, extra: Any, space: KnobSpace, setting: Knobs) -> Proposal:
+        """The fused kernel at one setting."""
+        family = space.family.removeprefix("triton/")
+        ints = {name: int(value) for name, value in setting.items()}
+        tag = knob_tag(ints)
+        header = f"KernelArc fused Triton {family} kernel for {problem.name}: {tag}."
+        knobs: dict[str, str | int | float | bool] = {"space": space.family, "template": family}
+        knobs.update(ints)
+        return build_proposal(
+            problem=problem.name,
+            agent=self.name,
+            strategy=self.strategy,
+            language=Language.TRITON,
+            source=render_triton(extra, setting, header),
+            tag=f"{family}-{tag}",
+            knobs=knobs,
+            rationale=f"{self.strategy}: fused Triton {family} kernel, knobs {tag}",
+        )
+
+
+class TilingAgent(TritonStrategyAgent):
+    """Tiling and blocking: the tile each program computes."""
+
+    strategy = "tiling"
+
+
+class MemoryAgent(TritonStrategyAgent):
+    """Memory access and vectorisation: contiguous widths and L2-friendly program order."""
+
+    strategy = "memory"
+
+
+class PipeliningAgent(TritonStrategyAgent):
+    """Pipelining and occupancy: warps per program and software-pipeline stages."""
+
+    strategy = "pipelining"
+
+
+class FusionAgent(TritonStrategyAgent):
+    """Fusion: brings the single fused kernel in; searches the template's fusion knobs, or every
+    knob of the fused kernel when the template exposes none."""
+
+    strategy = "fusion"
+
+    def owned(self, space: KnobSpace) -> tuple[str, ...]:
+        """Fusion knobs, else all knobs with a choice."""
+        own = space.owned_by(self.strategy)
+        return own or tuple(name for name, values in space.options.items() if len(values) > 1)
+
+
+class TorchStrategyAgent(KnobStrategyAgent):
+    """A strategy that rewrites the reference with library or precision settings."""
+
+    def space_for(self, problem: Problem, device: str) -> tuple[KnobSpace, Any] | str:
+        """The variant space (problems with a matmul only)."""
+        found = torch_space(problem, device)
+        if isinstance(found, str):
+            return found
+        space, _ = found
+        if not self.owned(space):
+            return f"no {self.strategy} setting has a choice on {device} for this problem"
+        return found
+
+    def render(self, problem: Problem, extra: Any, space: KnobSpace, setting: Knobs) -> Proposal:
+        """The reference with the setting applied."""
+        changed = {k: v for k, v in setting.items() if v != space.default[k]}
+        tag = "-".join(f"{k}-{v}" for k, v in sorted(changed.items())).lower()
+        note = ", ".join(f"{k}={v}" for k, v in sorted(changed.items()))
+        knobs: dict[str, str | int | float | bool] = {"space": space.family}
+        knobs.update(setting)
+        return build_proposal(
+            problem=problem.name,
+            agent=self.name,
+            strategy=self.strategy,
+            language=Language.PYTORCH,
+            source=render_torch(problem.definition, extra, setting, note),
+            tag=tag,
+            knobs=knobs,
+            rationale=f"{self.strategy}: the reference with {note}",
+        )
+
+
+class PrecisionAgent(TorchStrategyAgent):
+    """Precision and numerics: lower compute dtypes and matmul precision where tolerances allow."""
+
+    strategy = "precision"
+
+
+class LibraryAgent(TorchStrategyAgent):
+    """Library configuration: the GEMM's library path and BLAS backend, TF32."""
+
+    strategy = "library"
