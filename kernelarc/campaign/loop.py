@@ -44,6 +44,7 @@ from kernelarc.guard import (
     score_traces,
 )
 from kernelarc.guard.verdict import Judgement
+from kernelarc.llm.usage import log_team_usage
 from kernelarc.problems.builtin_set import resolve_problem
 from kernelarc.problems.files import Problem
 from kernelarc.schema import (
@@ -193,6 +194,7 @@ def run_campaign(
         close = getattr(sandbox, "close", None)
         if callable(close):
             close()
+    usage = log_team_usage(team)
     status = "FAILED" if state.aborted else "FINISHED"
     passed = sum(1 for a in state.attempts if a.status == EvalStatus.PASSED)
     write_campaign_record(
@@ -205,6 +207,8 @@ def run_campaign(
                 "best_speedup": state.best_speedup,
                 "abort_reason": state.aborted,
                 "conclusions": state.conclusions,
+                "llm_tokens": usage.prompt_tokens + usage.completion_tokens,
+                "llm_cost_usd": round(usage.cost_usd, 6),
             }
         ),
     )

@@ -47,6 +47,10 @@ class CampaignRecord(RecordModel):
     """The agents, their strategies and models."""
     conclusions: int = 0
     """Conclusions published (conclusions.jsonl has them and their retractions)."""
+    llm_tokens: int = 0
+    """Prompt + completion tokens of the team's LLM agents (0: offline team)."""
+    llm_cost_usd: float = 0.0
+    """Their cost at the configured prices."""
 
 
 def write_campaign_record(run_dir: Path, record: CampaignRecord) -> None:
