@@ -18,7 +18,7 @@ from kernelarc.campaign import CampaignState, CampaignSummary, run_campaign
 from kernelarc.config import CampaignConfig
 from kernelarc.errors import KernelarcError
 from kernelarc.schema import Attempt
-from kernelarc.tracking import make_tracker
+from kernelarc.tracking import keys, make_tracker
 
 logger = logging.getLogger(__name__)
 
@@ -26,10 +26,15 @@ ConfigStore.instance().store(name="campaign_schema", node=CampaignConfig)
 
 
 def _config_path() -> str:
-    """`pkg://kernelarc.conf` when installed; the checkout's conf/ when run from source."""
-    if importlib.util.find_spec("kernelarc.conf") is not None:
-        return "pkg://kernelarc.conf"
-    return str(Path(__file__).resolve().parents[1] / "conf")
+    """The conf/ of the checkout this kernelarc was imported from, else `pkg://kernelarc.conf`.
+
+    The checkout comes first so that a checkout on PYTHONPATH uses its own configs even when
+    another checkout is installed editable in the same environment.
+    """
+    checkout = Path(__file__).resolve().parents[1] / "conf"
+    if (checkout / "campaign.yaml").is_file() or importlib.util.find_spec("kernelarc.conf") is None:
+        return str(checkout)
+    return "pkg://kernelarc.conf"
 
 
 def run_hydra_campaign(args: list[str]) -> int:
@@ -100,6 +105,9 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
         }
         if summary.best is not None and summary.best.speedup is not None:
             summary_metrics["campaign/final_best_speedup"] = summary.best.speedup
+        if summary.throughput is not None:
+            numbers = summary.throughput.numbers().items()
+            summary_metrics.update({keys.THROUGHPUT_PREFIX + k: v for k, v in numbers})
     except KeyboardInterrupt:
         status = "KILLED"
         raise
@@ -136,6 +144,14 @@ def _print_summary(
         )
     else:
         console.print("No correct candidate was found.")
+    rate = summary.throughput
+    if rate is not None:
+        console.print(
+            f"Throughput: {rate.candidates_per_min:.2f} candidates/min "
+            f"({rate.candidates_per_min_per_gpu:.2f} per timed slot, executor {rate.executor}), "
+            f"timed slots busy {rate.timed_busy_fraction:.0%}, "
+            f"mean queue wait {rate.queue_wait_s_mean:.1f} s."
+        )
     console.print(f"Run dir:   {summary.run_dir.resolve()}  (attempts.jsonl, campaign.json)")
     console.print(f"Export:    kernelarc export {summary.run_dir} --out exports/")
     if ui_hint:

@@ -1,7 +1,7 @@
 """The campaign loop: agents propose, the guard screens, the sandbox evaluates, the guard judges,
 tracking records.
 
-Each agent runs in its own thread; evaluations are bounded by `budget.max_parallel` slots and by
+Each agent runs in its own thread; evaluations are bounded by the executor's slots and by
 one shared candidate budget. A blocked proposal (static rules) never reaches a sandbox. A passing
 candidate is judged under the guard lock, so the incumbent cannot change while the guard re-times
 and confirms it (those extra evaluations take slots but not budget). An attempt is appended to
@@ -22,7 +22,7 @@ from kernelarc.campaign.device import resolve_device
 from kernelarc.campaign.run_record import CampaignRecord, write_campaign_record
 from kernelarc.config import CampaignConfig
 from kernelarc.errors import KernelarcError, SandboxError
-from kernelarc.execution import Sandbox, make_sandbox
+from kernelarc.executor import Executor, make_executor
 from kernelarc.guard import (
     Challenge,
     Score,
@@ -50,6 +50,7 @@ from kernelarc.schema import (
     utc_now,
 )
 from kernelarc.schema.guard_record import GuardRecord, GuardSettings
+from kernelarc.schema.throughput import ThroughputReport
 from kernelarc.tracking import Tracker
 from kernelarc.tracking.attempts_log import AttemptLog
 
@@ -99,6 +100,8 @@ class CampaignSummary:
     status: str
     guard_evaluations: int = 0
     """Extra sandbox evaluations the guard made (re-timing, confirmation); not in the budget."""
+    throughput: ThroughputReport | None = None
+    """Candidates per minute, slot use, queue wait, overheads (also in campaign.json)."""
 
 
 def run_campaign(
@@ -116,9 +119,11 @@ def run_campaign(
         ConfigError: the problem, device or team cannot be set up (nothing is evaluated then).
     """
     problem = resolve_problem(cfg.problem, cfg.workloads)
-    device = resolve_device(cfg.device)
     team = team if team is not None else make_team(list(cfg.agents.team), cfg.seed)
-    sandbox = make_sandbox(cfg.sandbox.kind, **cfg.sandbox.options())
+    executor = make_executor(
+        cfg.executor, cfg.sandbox, cfg.device, cfg.budget.max_parallel, resolve_device
+    )
+    device = executor.device
     run_dir.mkdir(parents=True, exist_ok=True)
     problem_copy = _copy_problem(problem, run_dir / "problem", cfg.workloads)
     record = CampaignRecord(
@@ -134,29 +139,25 @@ def run_campaign(
     write_campaign_record(run_dir, record)
     log = AttemptLog(run_dir / "attempts.jsonl")
     state = CampaignState(budget=cfg.budget.candidates)
-    # Timed evaluations must never share a GPU: one slot per device on CUDA. On the CPU the
-    # timings are only labelled smoke signals, so evaluations may overlap.
-    parallel = 1 if device == "cuda" else cfg.budget.max_parallel
-    if parallel < cfg.budget.max_parallel:
-        logger.info("device cuda: evaluations run one at a time so timings do not interfere")
-    slots = threading.BoundedSemaphore(parallel)
     for agent in team:
         tracker.start_agent(agent.name, agent.strategy)
-    worker = _AgentWorker(cfg, problem, device, sandbox, state, slots, log, tracker, on_attempt)
+    worker = _AgentWorker(cfg, problem, device, executor, state, log, tracker, on_attempt)
     threads = [
         threading.Thread(target=worker.run, args=(agent,), name=f"agent-{agent.name}", daemon=True)
         for agent in team
     ]
+    started = time.monotonic()
     try:
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
     finally:
-        # Warm sandboxes (the Docker pool) hold containers until closed.
-        close = getattr(sandbox, "close", None)
-        if callable(close):
-            close()
+        # Warm sandboxes (the Docker pool) and Ray actors hold resources until closed.
+        executor.close()
+    throughput = executor.throughput(
+        wall_s=time.monotonic() - started, candidates=len(state.attempts)
+    )
     status = "FAILED" if state.aborted else "FINISHED"
     passed = sum(1 for a in state.attempts if a.status == EvalStatus.PASSED)
     write_campaign_record(
@@ -168,6 +169,7 @@ def run_campaign(
                 "best_proposal_id": state.best.proposal.id if state.best else None,
                 "best_speedup": state.best_speedup,
                 "abort_reason": state.aborted,
+                "throughput": throughput,
             }
         ),
     )
@@ -181,6 +183,7 @@ def run_campaign(
         best=state.best,
         status=status,
         guard_evaluations=state.guard_evaluations,
+        throughput=throughput,
     )
 
 
@@ -200,9 +203,8 @@ class _AgentWorker:
         cfg: CampaignConfig,
         problem: Problem,
         device: str,
-        sandbox: Sandbox,
+        executor: Executor,
         state: CampaignState,
-        slots: threading.BoundedSemaphore,
         log: AttemptLog,
         tracker: Tracker,
         on_attempt: ProgressCallback | None,
@@ -210,9 +212,8 @@ class _AgentWorker:
         self.cfg = cfg
         self.problem = problem
         self.device = device
-        self.sandbox = sandbox
+        self.executor = executor
         self.state = state
-        self.slots = slots
         self.log = log
         self.tracker = tracker
         self.on_attempt = on_attempt
@@ -271,9 +272,9 @@ class _AgentWorker:
         )
 
     def _evaluate(self, request: EvalRequest) -> EvalResult:
-        """One sandboxed evaluation in an evaluation slot; raises SandboxError."""
-        with self.slots:
-            return self.sandbox.evaluate(request, timeout_s=self.cfg.eval.timeout_s)
+        """One timed evaluation in a slot of its own (the guard's re-timing and confirmation come
+        here too); raises SandboxError."""
+        return self.executor.evaluate(request, timeout_s=self.cfg.eval.timeout_s, kind="timed")
 
     def _screen_evaluate_and_record(self, proposal: Proposal, ordinal: int) -> None:
         started = utc_now()
@@ -292,7 +293,8 @@ class _AgentWorker:
         request = self._request(proposal)
         result: EvalResult | None
         try:
-            result = self._evaluate(request)
+            # Screened for correctness first where the executor has a correctness pool.
+            result = self.executor.evaluate_candidate(request, timeout_s=self.cfg.eval.timeout_s)
         except SandboxError as exc:
             logger.error("sandbox failed on %s: %s", proposal.id, exc)
             result, error = None, f"{type(exc).__name__}: {exc}"

@@ -7,6 +7,7 @@ from pydantic import ValidationError
 
 from kernelarc.errors import ConfigError
 from kernelarc.schema.base import RecordModel
+from kernelarc.schema.throughput import ThroughputReport
 
 CAMPAIGN_FILE = "campaign.json"
 
@@ -40,6 +41,8 @@ class CampaignRecord(RecordModel):
     """Best geometric-mean speedup."""
     abort_reason: str = ""
     """Why the campaign stopped early, if it did."""
+    throughput: ThroughputReport | None = None
+    """Candidates per minute, slot use, queue wait and overheads (written at the end)."""
 
 
 def write_campaign_record(run_dir: Path, record: CampaignRecord) -> None:
