@@ -173,7 +173,7 @@ def _campaign(args: Args, executor: str, gpus: int) -> dict[str, Any]:
         guard=GuardConfig(enabled=args.guard),
         executor=ExecutorConfig(
             kind=executor,
-            gpus=list(range(gpus)) if args.device == "cuda" else None,
+            gpus=visible_gpus()[:gpus] if args.device == "cuda" else None,
             ray=ray,
         ),
     )
@@ -192,18 +192,26 @@ def _campaign(args: Args, executor: str, gpus: int) -> dict[str, Any]:
 
 
 def _scaling(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    usable = [r for r in runs if r.get("throughput")]
+    """Per executor: each GPU count against that executor's smallest one."""
+    out: list[dict[str, Any]] = []
+    for executor in sorted({r["executor"] for r in runs}):
+        out += _scaling_of([r for r in runs if r["executor"] == executor and r.get("throughput")])
+    return out
+
+
+def _scaling_of(usable: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if len(usable) < 2:
         return []
     base = min(usable, key=lambda r: r["gpus"])
     base_rate = base["throughput"]["candidates_per_min"]
     out = []
     for run in usable:
-        if run is base or base_rate <= 0:
+        if run["gpus"] == base["gpus"] or base_rate <= 0:
             continue
         speedup = run["throughput"]["candidates_per_min"] / base_rate
         out.append(
             {
+                "executor": run["executor"],
                 "gpus": run["gpus"],
                 "baseline_gpus": base["gpus"],
                 "speedup": round(speedup, 3),
@@ -219,8 +227,8 @@ def _table(result: dict[str, Any]) -> str:
         "(mean/max) | sandbox s/eval | fixed cost s | dispatch s | retries |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    fixed = result.get("sandbox_fixed_cost_s")
     for run in result["runs"]:
+        fixed = run.get("sandbox_fixed_cost_s")
         t = run.get("throughput")
         if not t:
             lines.append(f"| {run['executor']} | {run['gpus']} | failed: {run.get('error')} |")
@@ -235,7 +243,8 @@ def _table(result: dict[str, Any]) -> str:
         )
     for s in result.get("scaling", []):
         lines.append(
-            f"\nScaling {s['baseline_gpus']} -> {s['gpus']} GPUs: speedup {s['speedup']:.2f}x, "
+            f"\nScaling ({s['executor']}) {s['baseline_gpus']} -> {s['gpus']} GPUs: speedup "
+            f"{s['speedup']:.2f}x, "
             f"efficiency {s['efficiency']:.0%}"
         )
     if result.get("ray_missing"):
@@ -250,7 +259,12 @@ def _write(path: Path, result: dict[str, Any]) -> None:
 def main(argv: list[str]) -> int:
     parsed = _parse(argv)
     if isinstance(parsed, list):
-        runs = [r for p in parsed for r in json.loads(p.read_text())["runs"]]
+        runs = []
+        for path in parsed:
+            data = json.loads(path.read_text())
+            for run in data["runs"]:
+                run.setdefault("sandbox_fixed_cost_s", data.get("sandbox_fixed_cost_s"))
+                runs.append(run)
         merged: dict[str, Any] = {"runs": runs, "scaling": _scaling(runs)}
         print(_table(merged))
         return 0
@@ -287,7 +301,8 @@ def main(argv: list[str]) -> int:
     watchdog = threading.Timer(args.max_wall_s, give_up)
     watchdog.daemon = True
     watchdog.start()
-    result["sandbox_fixed_cost_s"] = round(_fixed_cost(args), 3)
+    fixed_cost = round(_fixed_cost(args), 3)
+    result["sandbox_fixed_cost_s"] = fixed_cost
     for gpus in args.gpu_counts:
         started = time.monotonic()
         try:
@@ -295,6 +310,7 @@ def main(argv: list[str]) -> int:
         except Exception as exc:  # report and go on with the next GPU count
             run = {"executor": executor, "gpus": gpus, "error": f"{type(exc).__name__}: {exc}"}
         run["script_wall_s"] = round(time.monotonic() - started, 1)
+        run["sandbox_fixed_cost_s"] = fixed_cost
         result["runs"].append(run)
         result["scaling"] = _scaling(result["runs"])
         _write(args.json_path, result)

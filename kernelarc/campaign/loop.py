@@ -152,12 +152,11 @@ def run_campaign(
             thread.start()
         for thread in threads:
             thread.join()
+        wall_s = time.monotonic() - started
     finally:
         # Warm sandboxes (the Docker pool) and Ray actors hold resources until closed.
         executor.close()
-    throughput = executor.throughput(
-        wall_s=time.monotonic() - started, candidates=len(state.attempts)
-    )
+    throughput = executor.throughput(wall_s=wall_s, candidates=len(state.attempts))
     status = "FAILED" if state.aborted else "FINISHED"
     passed = sum(1 for a in state.attempts if a.status == EvalStatus.PASSED)
     write_campaign_record(

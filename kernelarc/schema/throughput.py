@@ -21,7 +21,7 @@ class ThroughputReport(RecordModel):
     correctness_slots: int = Field(ge=0)
     """Correctness-pool slots (0: no pool, no screening)."""
     wall_s: float = Field(ge=0)
-    """Wall time from the first agent start to the last attempt recorded."""
+    """Wall time from the agents' start to the last one's end (executor start-up excluded)."""
     candidates: int = Field(ge=0)
     """Attempts recorded (every candidate, screened out or timed)."""
     timed_evaluations: int = Field(ge=0)
