@@ -20,7 +20,7 @@ from kernelarc.campaign.team_stats import team_stats
 from kernelarc.config import CampaignConfig
 from kernelarc.errors import KernelarcError
 from kernelarc.schema import Attempt
-from kernelarc.tracking import make_tracker
+from kernelarc.tracking import keys, make_tracker
 
 logger = logging.getLogger(__name__)
 
@@ -28,8 +28,11 @@ ConfigStore.instance().store(name="campaign_schema", node=CampaignConfig)
 
 
 def _config_path() -> str:
-    """The checkout's conf/ when run from source (so a checkout never composes another copy's
-    configs through an editable install), else `pkg://kernelarc.conf` (a wheel install)."""
+    """The conf/ of the checkout this kernelarc was imported from, else `pkg://kernelarc.conf`.
+
+    The checkout comes first so that a checkout on PYTHONPATH uses its own configs even when
+    another checkout is installed editable in the same environment.
+    """
     checkout = Path(__file__).resolve().parents[1] / "conf"
     if (checkout / "campaign.yaml").is_file() or importlib.util.find_spec("kernelarc.conf") is None:
         return str(checkout)
@@ -100,6 +103,9 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
         }
         if summary.best is not None and summary.best.speedup is not None:
             summary_metrics["campaign/final_best_speedup"] = summary.best.speedup
+        if summary.throughput is not None:
+            numbers = summary.throughput.numbers().items()
+            summary_metrics.update({keys.THROUGHPUT_PREFIX + k: v for k, v in numbers})
     except KeyboardInterrupt:
         status = "KILLED"
         raise
@@ -169,6 +175,14 @@ def _print_summary(
         )
     else:
         console.print("No correct candidate was found.")
+    rate = summary.throughput
+    if rate is not None:
+        console.print(
+            f"Throughput: {rate.candidates_per_min:.2f} candidates/min "
+            f"({rate.candidates_per_min_per_gpu:.2f} per timed slot, executor {rate.executor}), "
+            f"timed slots busy {rate.timed_busy_fraction:.0%}, "
+            f"mean queue wait {rate.queue_wait_s_mean:.1f} s."
+        )
     console.print(f"Run dir:   {summary.run_dir.resolve()}  (attempts.jsonl, campaign.json)")
     console.print(f"Export:    kernelarc export {summary.run_dir} --out exports/")
     if ui_hint:

@@ -22,9 +22,9 @@ class BudgetConfig:
 
     candidates: int = 12
     """Candidates evaluated in total, shared by the team (duplicates are never evaluated)."""
-    max_parallel: int = 2
-    """Evaluations running at once (sandbox slots; forced to 1 on CUDA so timings never share a
-    GPU). Separate from `max_proposing`: agents propose in their own threads meanwhile."""
+    max_parallel: int | None = None
+    """At most this many timed evaluations at once; None = one per GPU of the executor (one on
+    the CPU). The correctness pool (executor.correctness_slots) is not counted."""
     max_proposing: int | None = None
     """Agents inside `propose` (and `conclude`) at once; None = every agent of the team. An LLM
     agent's requests are further bounded by `llm.concurrency`."""
@@ -35,7 +35,7 @@ class BudgetConfig:
         if self.candidates < 1:
             msg = f"budget.candidates must be >= 1 (got {self.candidates})"
             raise ConfigError(msg)
-        if self.max_parallel < 1:
+        if self.max_parallel is not None and self.max_parallel < 1:
             msg = f"budget.max_parallel must be >= 1 (got {self.max_parallel})"
             raise ConfigError(msg)
         if self.max_proposing is not None and self.max_proposing < 1:
@@ -97,7 +97,8 @@ class SandboxConfig:
     kind: str = "local"
     """Sandbox implementation: `local` (hardened subprocess) or `docker` (warm containers)."""
     gpu: int = 0
-    """GPU index pinned with CUDA_VISIBLE_DEVICES (docker: the one GPU given to the container)."""
+    """GPU index pinned with CUDA_VISIBLE_DEVICES (docker: the one GPU given to the container);
+    `kernelarc eval` uses it; a campaign's executor gives each of its sandboxes its own GPU."""
     memory_limit_gb: float = 16.0
     """Address-space limit on CPU (not applied on CUDA, which maps huge virtual ranges); docker:
     the container's memory limit (host RAM, CPU and CUDA alike)."""
@@ -116,6 +117,75 @@ class SandboxConfig:
         if self.kind != "docker":
             return common
         return {**common, **asdict(self.docker)}
+
+
+@dataclass
+class RayConfig:
+    """Options of the `ray` executor only (docs/scale-out.md)."""
+
+    address: str = "local"
+    """`local`: start a private Ray instance on this machine; `auto`: join the running cluster
+    (`ray start --head` / $RAY_ADDRESS); or a cluster address (`host:6379`, `ray://host:10001`)."""
+    num_cpus: int | None = None
+    """address=local only: CPUs the private instance may use; None = all."""
+    num_gpus: int | None = None
+    """address=local only: GPUs the private instance may use; None = all visible."""
+    timed_actors: int | None = None
+    """Timed-evaluation actors; None = one per GPU of the cluster (minus those held for the
+    correctness pool), one on the CPU."""
+    max_retries: int = 2
+    """Infrastructure retries of one evaluation after its actor or node died."""
+    startup_timeout_s: float = 120.0
+    """How long to wait for the actors to be placed (not enough GPUs: a clear error after it)."""
+    namespace: str = "kernelarc"
+    """Ray namespace of the actors."""
+
+
+@dataclass
+class ExecutorConfig:
+    """Where and how many evaluations run at once (kernelarc/executor/)."""
+
+    kind: str = "local"
+    """`local` (sandboxes on this machine, one timed slot per GPU) or `ray` (one Ray actor per
+    GPU, each owning a warm sandbox, on one machine or a cluster)."""
+    gpus: list[int] | None = None
+    """local: GPU indices for timed evaluations; None = every visible GPU."""
+    correctness_slots: int = 1
+    """Size of the correctness pool (screens of new candidates run there, beside timing);
+    0 = no pool."""
+    correctness_gpus: list[int] = field(default_factory=list)
+    """CUDA only: GPUs given to the correctness pool and taken out of the timed pool (ray: only
+    their number counts; Ray places the actors). Empty on CUDA = no correctness pool, since
+    correctness work beside a timed run on the same GPU would disturb its timing."""
+    screen: bool = True
+    """Check a new candidate's correctness in the correctness pool before it queues for a timed
+    slot (only when the pool exists); failures then never wait for, or hold, a timed slot."""
+    ray: RayConfig = field(default_factory=RayConfig)
+    """Used when kind is `ray`."""
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("local", "ray"):
+            msg = f"executor.kind must be local or ray (got {self.kind!r}); see conf/executor/"
+            raise ConfigError(msg)
+        if self.correctness_slots < 0:
+            msg = f"executor.correctness_slots must be >= 0 (got {self.correctness_slots})"
+            raise ConfigError(msg)
+        if self.gpus is not None and not self.gpus:
+            msg = "executor.gpus must list at least one GPU, or be null for every visible GPU"
+            raise ConfigError(msg)
+        overlap = set(self.gpus or ()) & set(self.correctness_gpus)
+        if overlap:
+            msg = (
+                f"GPUs {sorted(overlap)} are in both executor.gpus and executor.correctness_gpus;"
+                " a correctness run beside a timed one on the same GPU would disturb its timing"
+            )
+            raise ConfigError(msg)
+        if self.ray.max_retries < 0:
+            msg = f"executor.ray.max_retries must be >= 0 (got {self.ray.max_retries})"
+            raise ConfigError(msg)
+        if self.ray.timed_actors is not None and self.ray.timed_actors < 1:
+            msg = f"executor.ray.timed_actors must be >= 1 (got {self.ray.timed_actors})"
+            raise ConfigError(msg)
 
 
 @dataclass
@@ -363,6 +433,8 @@ class CampaignConfig:
     """LLM endpoint for LLM agents."""
     coordination: CoordinationConfig = field(default_factory=CoordinationConfig)
     """Coordination switches (shared memory, guard, peer state, drafting)."""
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)
+    """Evaluation slots: local processes or Ray actors (docs/scale-out.md)."""
 
     def __post_init__(self) -> None:
         if self.device not in ("auto", "cpu", "cuda"):

@@ -26,6 +26,6 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
     "${PIP[@]}" "triton==${TRITON_VERSION}"
   fi
 fi
-echo "[install] installing kernelarc (editable) with dev tools"
-"${PIP[@]}" -e ".[dev]"
+echo "[install] installing kernelarc (editable) with dev tools, Ray and the multirun launchers"
+"${PIP[@]}" -e ".[dev,ray,launchers]"
 .venv/bin/kernelarc --version

@@ -3,10 +3,10 @@ tracking records, coordination shares.
 
 Two kinds of concurrency, bounded separately: every agent proposes in its own thread (at most
 `budget.max_proposing` inside `propose`/`conclude` at once, default all), while evaluations are
-bounded by `budget.max_parallel` sandbox slots (one on CUDA); one candidate budget is shared by
-the team. A blocked proposal (static rules) never reaches a sandbox. A passing candidate is
-judged under the guard lock, so the incumbent cannot change while the guard re-times and
-confirms it (those extra evaluations take slots but not budget). An attempt is appended to
+bounded by the executor's timed slots (one per GPU; `budget.max_parallel` caps them); one candidate
+budget is shared by the team. A blocked proposal (static rules) never reaches a sandbox. A passing
+candidate is judged under the guard lock, so the incumbent cannot change while the guard re-times
+and confirms it (those extra evaluations take slots but not budget). An attempt is appended to
 attempts.jsonl before anything else sees it. Each context is built by the `Coordinator` per the
 `coordination.*` switches (shared conclusions, peer snapshots, drafting); after an attempt the
 agent's `conclude` hook may publish conclusions to `conclusions.jsonl` (memory on).
@@ -29,7 +29,7 @@ from kernelarc.campaign.device import resolve_device
 from kernelarc.campaign.run_record import CampaignRecord, write_campaign_record
 from kernelarc.config import CampaignConfig
 from kernelarc.errors import KernelarcError, SandboxError
-from kernelarc.execution import Sandbox, make_sandbox
+from kernelarc.executor import Executor, make_executor
 from kernelarc.guard import (
     Challenge,
     Score,
@@ -59,6 +59,7 @@ from kernelarc.schema import (
 )
 from kernelarc.schema.coordination import Conclusion, TeamMember
 from kernelarc.schema.guard_record import GuardRecord, GuardSettings
+from kernelarc.schema.throughput import ThroughputReport
 from kernelarc.tracking import Tracker
 from kernelarc.tracking.attempts_log import AttemptLog
 
@@ -122,6 +123,8 @@ class CampaignSummary:
     """Of those, retracted by the end."""
     drafts: int = 0
     """Drafted proposals evaluated."""
+    throughput: ThroughputReport | None = None
+    """Candidates per minute, slot use, queue wait, overheads (also in campaign.json)."""
 
 
 def run_campaign(
@@ -139,10 +142,12 @@ def run_campaign(
         ConfigError: the problem, device or team cannot be set up (nothing is evaluated then).
     """
     problem = resolve_problem(cfg.problem, cfg.workloads)
-    device = resolve_device(cfg.device)
     kinds = [""] * len(team) if team is not None else [spec.kind for spec in cfg.agents.team]
     team = team if team is not None else make_team(list(cfg.agents.team), cfg.seed, llm=cfg.llm)
-    sandbox = make_sandbox(cfg.sandbox.kind, **cfg.sandbox.options())
+    executor = make_executor(
+        cfg.executor, cfg.sandbox, cfg.device, cfg.budget.max_parallel, resolve_device
+    )
+    device = executor.device
     run_dir.mkdir(parents=True, exist_ok=True)
     problem_copy = _copy_problem(problem, run_dir / "problem", cfg.workloads)
     coordinator = Coordinator(cfg.coordination, problem, device, team, run_dir)
@@ -169,31 +174,26 @@ def run_campaign(
     write_campaign_record(run_dir, record)
     log = AttemptLog(run_dir / "attempts.jsonl")
     state = CampaignState(budget=cfg.budget.candidates, roster=coordinator.roster)
-    # Timed evaluations must never share a GPU: one slot per device on CUDA. On the CPU the
-    # timings are only labelled smoke signals, so evaluations may overlap.
-    parallel = 1 if device == "cuda" else cfg.budget.max_parallel
-    if parallel < cfg.budget.max_parallel:
-        logger.info("device cuda: evaluations run one at a time so timings do not interfere")
-    slots = threading.BoundedSemaphore(parallel)
     for agent in team:
         tracker.start_agent(agent.name, agent.strategy)
     worker = _AgentWorker(
-        cfg, problem, device, sandbox, state, slots, log, tracker, on_attempt, coordinator
+        cfg, problem, device, executor, state, log, tracker, on_attempt, coordinator
     )
     threads = [
         threading.Thread(target=worker.run, args=(agent,), name=f"agent-{agent.name}", daemon=True)
         for agent in team
     ]
+    started = time.monotonic()
     try:
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
+        wall_s = time.monotonic() - started
     finally:
-        # Warm sandboxes (the Docker pool) hold containers until closed.
-        close = getattr(sandbox, "close", None)
-        if callable(close):
-            close()
+        # Warm sandboxes (the Docker pool) and Ray actors hold resources until closed.
+        executor.close()
+    throughput = executor.throughput(wall_s=wall_s, candidates=len(state.attempts))
     usage = log_team_usage(team)
     status = "FAILED" if state.aborted else "FINISHED"
     passed = sum(1 for a in state.attempts if a.status == EvalStatus.PASSED)
@@ -209,6 +209,7 @@ def run_campaign(
                 "conclusions": state.conclusions,
                 "llm_tokens": usage.prompt_tokens + usage.completion_tokens,
                 "llm_cost_usd": round(usage.cost_usd, 6),
+                "throughput": throughput,
             }
         ),
     )
@@ -225,6 +226,7 @@ def run_campaign(
         conclusions=state.conclusions,
         retracted=state.retracted,
         drafts=state.drafts,
+        throughput=throughput,
     )
 
 
@@ -244,9 +246,8 @@ class _AgentWorker:
         cfg: CampaignConfig,
         problem: Problem,
         device: str,
-        sandbox: Sandbox,
+        executor: Executor,
         state: CampaignState,
-        slots: threading.BoundedSemaphore,
         log: AttemptLog,
         tracker: Tracker,
         on_attempt: ProgressCallback | None,
@@ -255,9 +256,8 @@ class _AgentWorker:
         self.cfg = cfg
         self.problem = problem
         self.device = device
-        self.sandbox = sandbox
+        self.executor = executor
         self.state = state
-        self.slots = slots
         self.log = log
         self.tracker = tracker
         self.on_attempt = on_attempt
@@ -353,9 +353,9 @@ class _AgentWorker:
         )
 
     def _evaluate(self, request: EvalRequest) -> EvalResult:
-        """One sandboxed evaluation in an evaluation slot; raises SandboxError."""
-        with self.slots:
-            return self.sandbox.evaluate(request, timeout_s=self.cfg.eval.timeout_s)
+        """One timed evaluation in a slot of its own (the guard's re-timing and confirmation come
+        here too); raises SandboxError."""
+        return self.executor.evaluate(request, timeout_s=self.cfg.eval.timeout_s, kind="timed")
 
     def _screen_evaluate_and_record(self, proposal: Proposal, ordinal: int) -> Attempt:
         started = utc_now()
@@ -373,7 +373,8 @@ class _AgentWorker:
         request = self._request(proposal)
         result: EvalResult | None
         try:
-            result = self._evaluate(request)
+            # Screened for correctness first where the executor has a correctness pool.
+            result = self.executor.evaluate_candidate(request, timeout_s=self.cfg.eval.timeout_s)
         except SandboxError as exc:
             logger.error("sandbox failed on %s: %s", proposal.id, exc)
             result, error = None, f"{type(exc).__name__}: {exc}"

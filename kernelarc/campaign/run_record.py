@@ -8,6 +8,7 @@ from pydantic import Field, ValidationError
 from kernelarc.errors import ConfigError
 from kernelarc.schema.base import RecordModel
 from kernelarc.schema.coordination import CoordinationSettings, TeamMember
+from kernelarc.schema.throughput import ThroughputReport
 
 CAMPAIGN_FILE = "campaign.json"
 
@@ -51,6 +52,8 @@ class CampaignRecord(RecordModel):
     """Prompt + completion tokens of the team's LLM agents (0: offline team)."""
     llm_cost_usd: float = 0.0
     """Their cost at the configured prices."""
+    throughput: ThroughputReport | None = None
+    """Candidates per minute, slot use, queue wait and overheads (written at the end)."""
 
 
 def write_campaign_record(run_dir: Path, record: CampaignRecord) -> None:

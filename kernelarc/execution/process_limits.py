@@ -5,9 +5,11 @@ limits are applied in the child between fork and exec. RLIMIT_NPROC counts every
 uid, not just the sandbox's, so its default is generous; it is a fork-bomb brake, not a quota.
 """
 
+import ctypes
 import os
 import re
 import resource
+import signal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +20,7 @@ _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE
 _PASSED_THROUGH = ("PATH", "LANG", "LD_LIBRARY_PATH", "CUDA_HOME")
 
 GIB = 1024**3
+_PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
@@ -57,10 +60,30 @@ def limits_preexec(limits: ResourceLimits) -> Callable[[], None]:
     fork-without-exec window safe even when the host is multi-threaded.
     """
     table = limits.table()
+    die_with_parent = _parent_death_signal()
 
     def apply() -> None:
         for which, value in table:
             resource.setrlimit(which, (value, value))
+        die_with_parent()
+
+    return apply
+
+
+def _parent_death_signal() -> Callable[[], None]:
+    """prctl(PR_SET_PDEATHSIG, SIGKILL) for the child: a runner whose host process dies (a Ray
+    actor killed mid-evaluation, a campaign SIGKILLed) dies too, instead of running on and
+    holding its GPU while a replacement starts the next evaluation there. Linux only; the
+    signal follows the forking thread, which waits on the runner until it ends."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return lambda: None
+    kill = int(signal.SIGKILL)
+
+    def apply() -> None:
+        prctl(_PR_SET_PDEATHSIG, kill, 0, 0, 0)
 
     return apply
 

@@ -33,6 +33,17 @@ CAMPAIGN_PASSED = "campaign/passed"
 CAMPAIGN_FAILURES = "campaign/failures"
 """Attempts that did not pass (candidate failures and infrastructure errors) so far."""
 
+# --- campaign throughput, on the parent run, logged once at finish -------------------------------
+THROUGHPUT_PREFIX = "throughput/"
+"""Prefix of the throughput metrics: `throughput/<field>` for every numeric field of
+`schema.throughput.ThroughputReport` (`candidates_per_min`, `candidates_per_min_per_gpu`,
+`timed_busy_fraction`, `queue_wait_s_mean`, `sandbox_s_mean`, `dispatch_overhead_s_mean`,
+`infra_retries`, ...)."""
+THROUGHPUT_CANDIDATES_PER_MIN = THROUGHPUT_PREFIX + "candidates_per_min"
+"""Candidates per minute of wall time."""
+THROUGHPUT_PER_GPU = THROUGHPUT_PREFIX + "candidates_per_min_per_gpu"
+"""Candidates per minute per timed slot (per GPU on CUDA)."""
+
 # --- tags --------------------------------------------------------------------------------------
 KIND = "kernelarc.kind"
 """`campaign` on the parent run, `agent` on a child run."""

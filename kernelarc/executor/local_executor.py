@@ -1,0 +1,95 @@
+"""LocalExecutor: sandboxes on this machine, one per slot, in a timed and a correctness pool.
+
+Each slot owns its own sandbox pinned to its GPU (a Docker sandbox keeps its warm container per
+slot), so timed evaluations never share a GPU and a screen never waits behind timing.
+"""
+
+import logging
+import queue
+import time
+from dataclasses import dataclass
+
+from kernelarc.config import ExecutorConfig, SandboxConfig
+from kernelarc.execution import Sandbox, make_sandbox
+from kernelarc.executor.accounting import EvalTiming
+from kernelarc.executor.pooled import Pool, PooledExecutor
+from kernelarc.executor.slot_plan import plan_slots, visible_gpus
+from kernelarc.schema import EvalRequest, EvalResult
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class _Slot:
+    sandbox: Sandbox
+    gpu: int | None
+
+
+class LocalExecutor(PooledExecutor):
+    """Slots of local sandboxes; `evaluate` blocks until a slot of the pool is free."""
+
+    def __init__(
+        self, cfg: ExecutorConfig, sandbox: SandboxConfig, device: str, max_timed: int | None
+    ) -> None:
+        """Plan the slots for `device` (already resolved) and build one sandbox per slot.
+
+        Raises:
+            ConfigError: GPU lists that do not fit the visible GPUs, bad sandbox options.
+            SandboxError: a sandbox cannot start (no Docker engine).
+        """
+        visible = visible_gpus() if device == "cuda" else []
+        plan = plan_slots(
+            device, visible, cfg.gpus, cfg.correctness_gpus, cfg.correctness_slots, max_timed
+        )
+        super().__init__("local", device, len(plan.timed), len(plan.correctness), cfg.screen)
+        self._all: list[_Slot] = []
+        self._pools: dict[Pool, queue.Queue[_Slot]] = {}
+        try:
+            for pool, gpus in (("timed", plan.timed), ("correctness", plan.correctness)):
+                self._pools[pool] = queue.Queue()
+                for gpu in gpus:
+                    options = sandbox.options()
+                    if gpu is not None:
+                        options["gpu"] = gpu
+                    slot = _Slot(make_sandbox(sandbox.kind, **options), gpu)
+                    self._all.append(slot)
+                    self._pools[pool].put(slot)
+        except BaseException:
+            self.close()
+            raise
+        logger.info(
+            "executor local on %s: timed slots on %s, correctness slots on %s, screen %s",
+            device,
+            list(plan.timed),
+            list(plan.correctness),
+            self.screens,
+        )
+
+    def _run(self, pool: Pool, request: EvalRequest, timeout_s: float) -> EvalResult:
+        slots = self._pools[pool]
+        submitted = time.monotonic()
+        slot = slots.get()
+        started = time.monotonic()
+        result: EvalResult | None = None
+        try:
+            result = slot.sandbox.evaluate(request, timeout_s=timeout_s)
+            return result
+        finally:
+            slots.put(slot)
+            self.meter.record(
+                EvalTiming(
+                    pool=pool,
+                    queue_wait_s=started - submitted,
+                    slot_s=time.monotonic() - started,
+                    sandbox_s=result.wall_s if result is not None else 0.0,
+                    failed=result is None,
+                )
+            )
+
+    def close(self) -> None:
+        """Close every sandbox that holds resources (the Docker pool's containers)."""
+        for slot in self._all:
+            close = getattr(slot.sandbox, "close", None)
+            if callable(close):
+                close()
+        self._all.clear()

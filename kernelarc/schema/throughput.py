@@ -1,0 +1,63 @@
+"""ThroughputReport: how fast a campaign turned candidates into verdicts, and where time went.
+
+Written by the executor (`kernelarc/executor/accounting.py`) at the end of a campaign, stored in
+campaign.json and logged as `throughput/*` metrics on the campaign's MLflow parent run.
+"""
+
+from pydantic import Field
+
+from kernelarc.schema.base import RecordModel
+
+
+class ThroughputReport(RecordModel):
+    """Throughput of one campaign's evaluations (all times in seconds)."""
+
+    executor: str
+    """`local` or `ray`."""
+    device: str
+    """`cpu` or `cuda`."""
+    timed_slots: int = Field(ge=0)
+    """Timed-evaluation slots (GPUs on CUDA; Ray: timed actors)."""
+    correctness_slots: int = Field(ge=0)
+    """Correctness-pool slots (0: no pool, no screening)."""
+    wall_s: float = Field(ge=0)
+    """Wall time from the agents' start to the last one's end (executor start-up excluded)."""
+    candidates: int = Field(ge=0)
+    """Attempts recorded (every candidate, screened out or timed)."""
+    timed_evaluations: int = Field(ge=0)
+    """Evaluations in the timed pool (first evaluations and the guard's re-timing/confirmation)."""
+    correctness_evaluations: int = Field(ge=0)
+    """Correctness screens run in the correctness pool."""
+    screened_out: int = Field(ge=0)
+    """Candidates whose screen failed, so they never queued for a timed slot."""
+    candidates_per_min: float = Field(ge=0)
+    """Candidates per minute of wall time."""
+    candidates_per_min_per_gpu: float = Field(ge=0)
+    """candidates_per_min divided by the timed slots (per GPU on CUDA, per slot on the CPU)."""
+    timed_busy_fraction: float = Field(ge=0)
+    """Slot time held by timed evaluations over wall time x timed slots (GPU busy fraction)."""
+    correctness_busy_fraction: float = Field(ge=0)
+    """The same for the correctness pool (0 without one)."""
+    queue_wait_s_mean: float = Field(ge=0)
+    """Mean wait of a timed evaluation for its slot."""
+    queue_wait_s_max: float = Field(ge=0)
+    """Longest wait of a timed evaluation for its slot."""
+    correctness_queue_wait_s_mean: float = Field(ge=0)
+    """Mean wait of a screen for a correctness slot."""
+    sandbox_s_mean: float = Field(ge=0)
+    """Mean sandbox time of an evaluation (process start, imports, the runner's work)."""
+    dispatch_overhead_s_mean: float = Field(ge=0)
+    """Mean slot time outside the sandbox: handing the request over and the result back (Ray:
+    serialization, the actor call); the sandbox's own start-up cost is inside sandbox_s_mean."""
+    infra_retries: int = Field(ge=0)
+    """Evaluations re-run because their actor or node died (never counted as attempts)."""
+    infra_failures: int = Field(ge=0)
+    """Evaluations that failed in the sandbox or executor after every retry."""
+
+    def numbers(self) -> dict[str, float]:
+        """Every numeric field by name (logged as `throughput/<name>` metrics)."""
+        return {
+            name: float(value)
+            for name, value in self.model_dump().items()
+            if isinstance(value, int | float)
+        }

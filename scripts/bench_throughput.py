@@ -1,0 +1,324 @@
+"""Throughput of a fixed offline campaign per executor and GPU count (issue #10's benchmark).
+
+Runs the same campaign (a built-in problem, the offline team, a fixed candidate budget,
+tracking off, no network needed) once per GPU count, with executor=ray (one actor per GPU) or
+executor=local (one timed slot per GPU), and reports candidates per minute (total and per GPU),
+the GPU busy fraction (timed slots held / wall x slots), queue wait, the sandbox's fixed cost per
+evaluation (a near-empty evaluation of the reference, measured first) and the executor's
+dispatch overhead; with two or more GPU counts, the scaling efficiency against the smallest:
+(rate_N / rate_1) / (N / 1). A markdown table goes to stdout, everything to a JSON file.
+
+When Ray is not importable, `--executor ray` says so (stdout and JSON `ray_missing`) and falls
+back to executor=local, so an unattended run still measures something.
+
+    python scripts/bench_throughput.py                         # ray, every visible GPU
+    python scripts/bench_throughput.py --gpus 1,2 --json out.json
+    python scripts/bench_throughput.py --executor local --gpus 1 --budget 8
+    python scripts/bench_throughput.py --device cpu --gpus 1 --budget 3 --problem softmax
+    python scripts/bench_throughput.py --compare one_gpu.json two_gpus.json   # table only
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+
+from kernelarc.campaign import run_campaign  # noqa: E402
+from kernelarc.campaign.device import resolve_device  # noqa: E402
+from kernelarc.config import (  # noqa: E402
+    AgentsConfig,
+    BudgetConfig,
+    CampaignConfig,
+    EvalConfig,
+    ExecutorConfig,
+    GuardConfig,
+    RayConfig,
+)
+from kernelarc.execution import LocalSandbox  # noqa: E402
+from kernelarc.executor.slot_plan import visible_gpus  # noqa: E402
+from kernelarc.problems.builtin_set import resolve_problem  # noqa: E402
+from kernelarc.schema import EvalRequest, Solution, TimingConfig  # noqa: E402
+from kernelarc.tracking import make_tracker  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Args:
+    """Parsed command line."""
+
+    executor: str
+    gpu_counts: list[int]
+    device: str
+    problem: str
+    workloads: str
+    budget: int
+    team: list[str]
+    guard: bool
+    timeout_s: float
+    max_wall_s: float
+    json_path: Path
+    out_dir: Path
+
+
+def _parse(argv: list[str]) -> Args | list[Path]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--executor", choices=["ray", "local"], default="ray")
+    parser.add_argument("--gpus", default="all", help="GPU counts, e.g. 1,2 (default: all)")
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    parser.add_argument("--problem", default="rmsnorm", help="built-in problem")
+    parser.add_argument("--workloads", default=None, help="default: workload_gpu.jsonl on CUDA")
+    parser.add_argument("--budget", type=int, default=16, help="candidates per campaign")
+    parser.add_argument("--team", default="triton_template", help="comma-separated agents")
+    parser.add_argument("--guard", action="store_true", help="keep the guard's re-timing on")
+    parser.add_argument("--timeout-s", type=float, default=180.0, help="per evaluation")
+    parser.add_argument("--max-wall-s", type=float, default=540.0, help="whole script")
+    parser.add_argument(
+        "--json", dest="json_path", type=Path, default=Path("bench_throughput.json")
+    )
+    parser.add_argument("--out-dir", type=Path, default=None, help="campaign run dirs")
+    parser.add_argument("--compare", nargs="+", type=Path, help="JSON results to tabulate only")
+    ns = parser.parse_args(argv)
+    if ns.compare:
+        return list(ns.compare)
+    device = resolve_device(ns.device)
+    visible = len(visible_gpus()) if device == "cuda" else 1
+    counts = [visible] if ns.gpus == "all" else [int(x) for x in ns.gpus.split(",")]
+    if device == "cuda" and (not counts or max(counts) > visible or min(counts) < 1):
+        parser.error(f"--gpus {ns.gpus}: this machine shows {visible} GPU(s)")
+    workloads = ns.workloads or ("workload_gpu.jsonl" if device == "cuda" else "workload.jsonl")
+    return Args(
+        executor=ns.executor,
+        gpu_counts=sorted(set(counts)),
+        device=device,
+        problem=ns.problem,
+        workloads=workloads,
+        budget=ns.budget,
+        team=[t for t in ns.team.split(",") if t],
+        guard=ns.guard,
+        timeout_s=ns.timeout_s,
+        max_wall_s=ns.max_wall_s,
+        json_path=ns.json_path,
+        out_dir=ns.out_dir or Path(tempfile.mkdtemp(prefix="kernelarc-bench-")),
+    )
+
+
+def _ray_status() -> tuple[str | None, str]:
+    """(ray version or None, why it is missing)."""
+    if importlib.util.find_spec("ray") is None:
+        return None, "ray is not importable (no wheel carried?): pip install 'kernelarc[ray]'"
+    try:
+        import ray
+    except Exception as exc:  # a broken install must not stop the benchmark
+        return None, f"import ray failed: {type(exc).__name__}: {exc}"
+    return str(ray.__version__), ""
+
+
+def _fixed_cost(args: Args) -> float:
+    """Wall time of a near-empty evaluation: the reference itself on one workload, one round,
+    one timed iteration, no reference timing. Best of two (the first may meet cold caches)."""
+    problem = resolve_problem(args.problem, args.workloads)
+    definition = problem.definition
+    solution = Solution.model_validate(
+        {
+            "name": "reference",
+            "definition": definition.name,
+            "author": "bench",
+            "spec": {
+                "languages": ["pytorch"],
+                "target_hardware": ["LOCAL"],
+                "entry_point": "kernel.py::run",
+                "destination_passing_style": False,
+            },
+            "sources": [{"path": "kernel.py", "content": definition.reference}],
+        }
+    )
+    request = EvalRequest(
+        definition=definition,
+        workloads=list(problem.workloads)[:1],
+        solution=solution,
+        device="cuda" if args.device == "cuda" else "cpu",
+        correctness_rounds=1,
+        timing=TimingConfig(warmup=0, iterations=1, flush_l2=False, time_reference=False),
+        problem_dir=str(problem.path.resolve()),
+    )
+    sandbox = LocalSandbox()
+    return min(sandbox.evaluate(request, timeout_s=args.timeout_s).wall_s for _ in range(2))
+
+
+def _campaign(args: Args, executor: str, gpus: int) -> dict[str, Any]:
+    ray = RayConfig(address="local", num_gpus=gpus if args.device == "cuda" else None)
+    if args.device == "cpu":
+        ray = RayConfig(address="local", num_cpus=2)
+    cfg = CampaignConfig(
+        name=f"bench-{executor}-{gpus}",
+        problem=args.problem,
+        workloads=args.workloads,
+        seed=0,
+        device=args.device,
+        budget=BudgetConfig(candidates=args.budget),
+        eval=EvalConfig(timeout_s=args.timeout_s),
+        agents=AgentsConfig(team=list(args.team)),
+        guard=GuardConfig(enabled=args.guard),
+        executor=ExecutorConfig(
+            kind=executor,
+            gpus=visible_gpus()[:gpus] if args.device == "cuda" else None,
+            ray=ray,
+        ),
+    )
+    run_dir = args.out_dir / cfg.name
+    summary = run_campaign(cfg, run_dir, make_tracker("none"))
+    report = summary.throughput
+    return {
+        "executor": executor,
+        "gpus": gpus,
+        "run_dir": str(run_dir),
+        "attempts": summary.attempts,
+        "passed": summary.passed,
+        "status": summary.status,
+        "throughput": report.model_dump() if report is not None else None,
+    }
+
+
+def _scaling(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per executor: each GPU count against that executor's smallest one."""
+    out: list[dict[str, Any]] = []
+    for executor in sorted({r["executor"] for r in runs}):
+        out += _scaling_of([r for r in runs if r["executor"] == executor and r.get("throughput")])
+    return out
+
+
+def _scaling_of(usable: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if len(usable) < 2:
+        return []
+    base = min(usable, key=lambda r: r["gpus"])
+    base_rate = base["throughput"]["candidates_per_min"]
+    out = []
+    for run in usable:
+        if run["gpus"] == base["gpus"] or base_rate <= 0:
+            continue
+        speedup = run["throughput"]["candidates_per_min"] / base_rate
+        out.append(
+            {
+                "executor": run["executor"],
+                "gpus": run["gpus"],
+                "baseline_gpus": base["gpus"],
+                "speedup": round(speedup, 3),
+                "efficiency": round(speedup / (run["gpus"] / base["gpus"]), 3),
+            }
+        )
+    return out
+
+
+def _table(result: dict[str, Any]) -> str:
+    lines = [
+        "| executor | GPUs | candidates | cand/min | cand/min/GPU | GPU busy | queue wait s "
+        "(mean/max) | sandbox s/eval | fixed cost s | dispatch s | retries |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for run in result["runs"]:
+        fixed = run.get("sandbox_fixed_cost_s")
+        t = run.get("throughput")
+        if not t:
+            lines.append(f"| {run['executor']} | {run['gpus']} | failed: {run.get('error')} |")
+            continue
+        lines.append(
+            f"| {t['executor']} | {run['gpus']} | {t['candidates']} | "
+            f"{t['candidates_per_min']:.2f} | {t['candidates_per_min_per_gpu']:.2f} | "
+            f"{t['timed_busy_fraction']:.0%} | {t['queue_wait_s_mean']:.1f}/"
+            f"{t['queue_wait_s_max']:.1f} | {t['sandbox_s_mean']:.2f} | "
+            f"{fixed if fixed is None else f'{fixed:.2f}'} | "
+            f"{t['dispatch_overhead_s_mean']:.3f} | {t['infra_retries']} |"
+        )
+    for s in result.get("scaling", []):
+        lines.append(
+            f"\nScaling ({s['executor']}) {s['baseline_gpus']} -> {s['gpus']} GPUs: speedup "
+            f"{s['speedup']:.2f}x, "
+            f"efficiency {s['efficiency']:.0%}"
+        )
+    if result.get("ray_missing"):
+        lines.append(f"\nNOTE: {result['ray_missing']}; measured with executor=local instead.")
+    return "\n".join(lines)
+
+
+def _write(path: Path, result: dict[str, Any]) -> None:
+    path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str]) -> int:
+    parsed = _parse(argv)
+    if isinstance(parsed, list):
+        runs = []
+        for path in parsed:
+            data = json.loads(path.read_text())
+            for run in data["runs"]:
+                run.setdefault("sandbox_fixed_cost_s", data.get("sandbox_fixed_cost_s"))
+                runs.append(run)
+        merged: dict[str, Any] = {"runs": runs, "scaling": _scaling(runs)}
+        print(_table(merged))
+        return 0
+    args = parsed
+    ray_version, missing = _ray_status()
+    executor = args.executor
+    result: dict[str, Any] = {
+        "problem": args.problem,
+        "workloads": args.workloads,
+        "device": args.device,
+        "budget": args.budget,
+        "team": args.team,
+        "guard": args.guard,
+        "python": sys.version.split()[0],
+        "visible_gpus": visible_gpus() if args.device == "cuda" else [],
+        "ray_version": ray_version,
+        "ray_missing": "",
+        "runs": [],
+        "scaling": [],
+    }
+    if executor == "ray" and ray_version is None:
+        result["ray_missing"] = missing
+        print(f"executor=ray unavailable: {missing}; falling back to executor=local", flush=True)
+        executor = "local"
+    result["executor"] = executor
+
+    def give_up() -> None:  # unattended runs must end: write what there is and stop
+        result["aborted"] = f"--max-wall-s {args.max_wall_s:g} reached"
+        _write(args.json_path, result)
+        print(_table(result), flush=True)
+        print(f"aborted: {result['aborted']}", flush=True)
+        os._exit(3)
+
+    watchdog = threading.Timer(args.max_wall_s, give_up)
+    watchdog.daemon = True
+    watchdog.start()
+    fixed_cost = round(_fixed_cost(args), 3)
+    result["sandbox_fixed_cost_s"] = fixed_cost
+    for gpus in args.gpu_counts:
+        started = time.monotonic()
+        try:
+            run = _campaign(args, executor, gpus)
+        except Exception as exc:  # report and go on with the next GPU count
+            run = {"executor": executor, "gpus": gpus, "error": f"{type(exc).__name__}: {exc}"}
+        run["script_wall_s"] = round(time.monotonic() - started, 1)
+        run["sandbox_fixed_cost_s"] = fixed_cost
+        result["runs"].append(run)
+        result["scaling"] = _scaling(result["runs"])
+        _write(args.json_path, result)
+    watchdog.cancel()
+    print(_table(result))
+    print(f"\nJSON: {args.json_path.resolve()}")
+    return 0 if all(r.get("throughput") for r in result["runs"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
