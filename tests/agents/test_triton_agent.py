@@ -21,6 +21,16 @@ from kernelarc.problems.files import Problem, load_problem
 from kernelarc.schema import Language, TargetHardware
 
 NAMES = builtin_names()
+#: The template family expected for each built-in problem.
+FAMILY = {
+    "add_layernorm": "add_layernorm",
+    "gemm_bias_gelu": "gemm_epilogue",
+    "rmsnorm": "rmsnorm",
+    "rmsnorm_backward": "rmsnorm_backward",
+    "rope": "rope",
+    "silu_and_mul": "gated_activation",
+    "softmax": "softmax",
+}
 
 
 def _ids(agent: TritonTemplateAgent, problem: Problem, device: str = "cpu") -> list[str]:
@@ -46,7 +56,7 @@ def test_every_builtin_problem_has_a_template(name: str) -> None:
     found = match_template(resolve_problem(name))
     assert not isinstance(found, list), found
     template, match = found
-    assert template.family == name
+    assert template.family == FAMILY[name]
     assert [n for _, n in match.input_roles] == list(resolve_problem(name).definition.inputs)
 
 
@@ -67,9 +77,9 @@ def test_proposal_record(name: str) -> None:
     solution = proposal.solution
     assert proposal.id.startswith("p-") and proposal.agent == "triton_template"
     assert proposal.strategy == "triton_template"
-    assert proposal.knobs["template"] == name
+    assert proposal.knobs["template"] == FAMILY[name]
     assert proposal.rationale and "\n" not in proposal.rationale
-    assert solution.name.startswith(f"{name}-triton_template-{name}-")
+    assert solution.name.startswith(f"{name}-triton_template-{FAMILY[name]}-")
     assert solution.definition == name and solution.author == "triton_template"
     assert solution.spec.languages == [Language.TRITON]
     assert solution.spec.target_hardware == [TargetHardware.LOCAL]
@@ -98,15 +108,27 @@ def test_walks_the_whole_grid_once_then_returns_none(device: str) -> None:
     assert len(ids) == len(set(ids)) == len(template.knob_settings(device))
 
 
-def test_cuda_grid_respects_the_tile_bound() -> None:
+def test_cuda_grid_is_valid_and_starts_with_the_priors() -> None:
     for template in TEMPLATES:
         settings = template.knob_settings("cuda")
         assert len(settings) >= 8, template.family
-        for knobs in settings:
-            tile = 1
-            for knob in template.tile_knobs:
-                tile *= knobs[knob]
-            assert template.max_tile is None or tile <= template.max_tile
+        assert all(template.check_knobs(k, "cuda") is None for k in settings)
+        priors = template.priors("cuda")
+        assert settings[: len(priors)] == priors
+        assert settings[0] == template.default_knobs("cuda")
+
+
+def test_agent_tries_the_priors_first_whatever_its_seed() -> None:
+    problem = resolve_problem("rmsnorm")
+    template = next(t for t in TEMPLATES if t.family == "rmsnorm")
+    ctx = AgentContext(problem=problem, device="cuda")
+    n = len(template.priors("cuda"))
+    for seed in (0, 1):
+        agent = TritonTemplateAgent(seed=seed)
+        tried = [agent.propose(ctx) for _ in range(n)]
+        assert [p.knobs for p in tried if p is not None] == [
+            {"template": "rmsnorm", **k} for k in template.priors("cuda")
+        ]
 
 
 def test_seen_ids_are_skipped() -> None:
@@ -140,12 +162,14 @@ def test_no_template_when_eps_is_missing(tmp_path: Path) -> None:
 
 
 def test_no_template_when_the_structure_differs(tmp_path: Path) -> None:
-    # A softmax over the first axis, and a "gemm" without GELU, are not served.
+    # A softmax over the first axis, and a "gemm" followed by a softmax, are not served.
     ref = "import torch\n\ndef run(x):\n    return torch.softmax(x, dim=0)\n"
     assert isinstance(
         match_template(_edited_problem(tmp_path, "softmax", {"reference": ref})), list
     )
-    ref = "import torch\n\ndef run(a, weight, bias):\n    return (a @ weight.T + bias)\n"
+    ref = (
+        "import torch\n\ndef run(a, weight, bias):\n    return (a @ weight.T + bias).softmax(-1)\n"
+    )
     assert isinstance(
         match_template(_edited_problem(tmp_path, "gemm_bias_gelu", {"reference": ref})), list
     )
