@@ -19,7 +19,11 @@ from typing import Literal
 
 from kernelarc.agents import Agent, AgentContext, make_team
 from kernelarc.campaign.device import resolve_device
-from kernelarc.campaign.run_record import CampaignRecord, write_campaign_record
+from kernelarc.campaign.run_record import (
+    CampaignRecord,
+    campaign_roofline,
+    write_campaign_record,
+)
 from kernelarc.config import CampaignConfig
 from kernelarc.errors import KernelarcError, SandboxError
 from kernelarc.execution import Sandbox, make_sandbox
@@ -36,6 +40,7 @@ from kernelarc.guard import (
     scan_solution,
     score_traces,
 )
+from kernelarc.guard.ceilings import ResolvedCeiling, resolve_ceiling
 from kernelarc.guard.verdict import Judgement
 from kernelarc.problems.builtin_set import resolve_problem
 from kernelarc.problems.files import Problem
@@ -121,6 +126,10 @@ def run_campaign(
     sandbox = make_sandbox(cfg.sandbox.kind, **cfg.sandbox.options())
     run_dir.mkdir(parents=True, exist_ok=True)
     problem_copy = _copy_problem(problem, run_dir / "problem", cfg.workloads)
+    # Ceilings before any candidate runs: measured on an idle GPU (cached per model/driver).
+    ceiling = resolve_ceiling(cfg.guard.roofline, device, cfg.sandbox.gpu)
+    if ceiling.note:
+        logger.warning("roofline ceilings: %s", ceiling.note)
     record = CampaignRecord(
         name=cfg.name,
         problem=problem.name,
@@ -130,6 +139,7 @@ def run_campaign(
         device=device,
         seed=cfg.seed,
         started_at=utc_now(),
+        roofline=campaign_roofline(problem.definition, list(problem.workloads), ceiling),
     )
     write_campaign_record(run_dir, record)
     log = AttemptLog(run_dir / "attempts.jsonl")
@@ -142,7 +152,9 @@ def run_campaign(
     slots = threading.BoundedSemaphore(parallel)
     for agent in team:
         tracker.start_agent(agent.name, agent.strategy)
-    worker = _AgentWorker(cfg, problem, device, sandbox, state, slots, log, tracker, on_attempt)
+    worker = _AgentWorker(
+        cfg, problem, device, sandbox, state, slots, log, tracker, on_attempt, ceiling
+    )
     threads = [
         threading.Thread(target=worker.run, args=(agent,), name=f"agent-{agent.name}", daemon=True)
         for agent in team
@@ -206,8 +218,10 @@ class _AgentWorker:
         log: AttemptLog,
         tracker: Tracker,
         on_attempt: ProgressCallback | None,
+        ceiling: ResolvedCeiling | None = None,
     ) -> None:
         self.cfg = cfg
+        self.ceiling = ceiling
         self.problem = problem
         self.device = device
         self.sandbox = sandbox
@@ -334,6 +348,7 @@ class _AgentWorker:
             list(self.problem.workloads),
             self.device,
             hardware,
+            self.ceiling,
         )
         record = record.model_copy(
             update={
