@@ -272,7 +272,7 @@ def _row_dims(
         KnobDim(
             "BLOCK_H",
             tuple(block_h),
-            (1024, 128),
+            (1024,),
             "tile",
             "widest row chunk kept in registers; a row that fits is read once (one pass), a "
             "longer one is streamed in chunks of this width (two or three passes)",
@@ -348,7 +348,7 @@ TEMPLATES: tuple[KernelTemplate, ...] = (
                 (8, 16, 4),
                 (8,),
                 "tile",
-                "vector width: contiguity hint and fewest elements per thread",
+                "vector width: fewest contiguous elements per thread (warps are halved to keep it)",
             ),
             KnobDim(
                 "PERSISTENT",

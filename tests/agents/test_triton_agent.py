@@ -132,7 +132,7 @@ def test_agent_tries_the_priors_first_whatever_its_seed() -> None:
 
 
 def test_seen_ids_are_skipped() -> None:
-    problem = resolve_problem("softmax")
+    problem = resolve_problem("gemm_bias_gelu")
     order = _ids(TritonTemplateAgent(seed=0), problem)
     seen = frozenset(order[:2])
     proposal = TritonTemplateAgent(seed=0).propose(AgentContext(problem=problem, seen_ids=seen))
