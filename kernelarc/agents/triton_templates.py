@@ -329,6 +329,19 @@ def _gemm_constraint(knobs: Knobs) -> str | None:
     return None
 
 
+#: Likely Hopper winners for a bf16 norm over 4096-8192 columns: the row in registers, one row
+#: per program with 8-16 warps (16-32 values per thread), then more rows or a persistent grid.
+_NORM_PRIORS: tuple[Mapping[str, int], ...] = (
+    {},
+    {"NUM_WARPS": 16},
+    {"ROWS": 2, "NUM_WARPS": 16},
+    {"NUM_WARPS": 4},
+    {"PERSISTENT": 2},
+    {"ROWS": 4, "NUM_WARPS": 16},
+    {"VEC": 16},
+    {"PERSISTENT": 4, "NUM_WARPS": 16},
+)
+
 TEMPLATES: tuple[KernelTemplate, ...] = (
     KernelTemplate(
         "gated_activation",
@@ -376,16 +389,7 @@ TEMPLATES: tuple[KernelTemplate, ...] = (
         frozenset({"rmsnorm", "rms_norm", "norm", "add_rmsnorm", "fused_add_rmsnorm"}),
         _row_dims((16384, 8192, 4096), (8, 16, 4), (8, 4, 16), (0, 2, 1, 4)),
         match_rmsnorm,
-        cuda_priors=(
-            {},
-            {"NUM_WARPS": 16},
-            {"ROWS": 2, "NUM_WARPS": 16},
-            {"NUM_WARPS": 4},
-            {"PERSISTENT": 2},
-            {"ROWS": 4, "NUM_WARPS": 16},
-            {"VEC": 16},
-            {"PERSISTENT": 4, "NUM_WARPS": 16},
-        ),
+        cuda_priors=_NORM_PRIORS,
         summary="RMSNorm (optionally of x + residual) with the row in registers, one pass",
     ),
     KernelTemplate(
@@ -393,15 +397,7 @@ TEMPLATES: tuple[KernelTemplate, ...] = (
         frozenset({"layernorm", "layer_norm", "add_layernorm", "norm"}),
         _row_dims((16384, 8192, 4096), (8, 16, 4), (8, 4, 16), (0, 2, 1, 4)),
         match_add_layernorm,
-        cuda_priors=(
-            {},
-            {"NUM_WARPS": 16},
-            {"ROWS": 2, "NUM_WARPS": 16},
-            {"NUM_WARPS": 4},
-            {"PERSISTENT": 2},
-            {"ROWS": 4, "NUM_WARPS": 16},
-            {"VEC": 16},
-        ),
+        cuda_priors=_NORM_PRIORS,
         summary="residual add + LayerNorm, both outputs written in one pass over x and residual",
     ),
     KernelTemplate(

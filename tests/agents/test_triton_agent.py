@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 from agent_checks import (
+    FAMILY,
     TRITON_PER_PROBLEM,
     case_for,
     check_entry,
+    edited_problem,
     first_proposals,
     run_checker,
 )
@@ -21,16 +23,6 @@ from kernelarc.problems.files import Problem, load_problem
 from kernelarc.schema import Language, TargetHardware
 
 NAMES = builtin_names()
-#: The template family expected for each built-in problem.
-FAMILY = {
-    "add_layernorm": "add_layernorm",
-    "gemm_bias_gelu": "gemm_epilogue",
-    "rmsnorm": "rmsnorm",
-    "rmsnorm_backward": "rmsnorm_backward",
-    "rope": "rope",
-    "silu_and_mul": "gated_activation",
-    "softmax": "softmax",
-}
 
 
 def _ids(agent: TritonTemplateAgent, problem: Problem, device: str = "cpu") -> list[str]:
@@ -39,16 +31,6 @@ def _ids(agent: TritonTemplateAgent, problem: Problem, device: str = "cpu") -> l
     while (proposal := agent.propose(ctx)) is not None:
         ids.append(proposal.id)
     return ids
-
-
-def _edited_problem(tmp_path: Path, name: str, edit: dict) -> Problem:
-    """A copy of a built-in problem with some definition keys replaced."""
-    target = tmp_path / name
-    shutil.copytree(builtin_dir() / name, target)
-    data = json.loads((target / "definition.json").read_text())
-    data.update(edit)
-    (target / "definition.json").write_text(json.dumps(data))
-    return load_problem(target)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -143,7 +125,7 @@ def test_seen_ids_are_skipped() -> None:
 
 
 def test_no_template_for_an_unknown_op_type(tmp_path: Path) -> None:
-    problem = _edited_problem(tmp_path, "softmax", {"op_type": "sort"})
+    problem = edited_problem(tmp_path, "softmax", {"op_type": "sort"})
     assert TritonTemplateAgent().propose(AgentContext(problem=problem)) is None
     reasons = match_template(problem)
     assert isinstance(reasons, list) and any("'sort'" in r for r in reasons)
@@ -155,7 +137,7 @@ def test_no_template_when_eps_is_missing(tmp_path: Path) -> None:
         "    return (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True))"
         " * weight.float()).to(torch.bfloat16)\n"
     )
-    problem = _edited_problem(tmp_path, "rmsnorm", {"reference": reference})
+    problem = edited_problem(tmp_path, "rmsnorm", {"reference": reference})
     reasons = match_template(problem)
     assert isinstance(reasons, list) and any("eps" in r for r in reasons)
     assert TritonTemplateAgent().propose(AgentContext(problem=problem)) is None
@@ -164,14 +146,12 @@ def test_no_template_when_eps_is_missing(tmp_path: Path) -> None:
 def test_no_template_when_the_structure_differs(tmp_path: Path) -> None:
     # A softmax over the first axis, and a "gemm" followed by a softmax, are not served.
     ref = "import torch\n\ndef run(x):\n    return torch.softmax(x, dim=0)\n"
-    assert isinstance(
-        match_template(_edited_problem(tmp_path, "softmax", {"reference": ref})), list
-    )
+    assert isinstance(match_template(edited_problem(tmp_path, "softmax", {"reference": ref})), list)
     ref = (
         "import torch\n\ndef run(a, weight, bias):\n    return (a @ weight.T + bias).softmax(-1)\n"
     )
     assert isinstance(
-        match_template(_edited_problem(tmp_path, "gemm_bias_gelu", {"reference": ref})), list
+        match_template(edited_problem(tmp_path, "gemm_bias_gelu", {"reference": ref})), list
     )
 
 

@@ -8,13 +8,20 @@ problem's smallest workload, to keep the interpreter's cost small.
 """
 
 import ast
-import json
-import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from agent_checks import case_for, check_entry, run_checker, smallest_workload
+from agent_checks import (
+    FAMILY,
+    SAMPLE_NAMES,
+    SAMPLES,
+    case_for,
+    check_entry,
+    edited_problem,
+    run_checker,
+    smallest_workload,
+)
 
 from kernelarc.agents import AgentContext, TritonTemplateAgent
 from kernelarc.agents.triton_templates import (
@@ -29,24 +36,9 @@ from kernelarc.agents.triton_templates import (
 )
 from kernelarc.execution import LocalSandbox
 from kernelarc.guard import blocking, scan_solution
-from kernelarc.problems.builtin_set import builtin_dir, builtin_names, resolve_problem
+from kernelarc.problems.builtin_set import builtin_names, resolve_problem
 from kernelarc.problems.files import Problem, load_problem
 from kernelarc.schema import EvalRequest, EvalStatus, TimingConfig
-
-SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "problems"
-SAMPLE_NAMES = ("add_rmsnorm", "linear_relu_kn", "geglu")
-FAMILY = {
-    "add_layernorm": "add_layernorm",
-    "gemm_bias_gelu": "gemm_epilogue",
-    "rmsnorm": "rmsnorm",
-    "rmsnorm_backward": "rmsnorm_backward",
-    "rope": "rope",
-    "silu_and_mul": "gated_activation",
-    "softmax": "softmax",
-    "add_rmsnorm": "rmsnorm",
-    "linear_relu_kn": "gemm_epilogue",
-    "geglu": "gated_activation",
-}
 
 
 def _problem(name: str, workloads: str = "workload.jsonl") -> Problem:
@@ -117,15 +109,6 @@ def test_constants_and_roles_come_from_the_definition() -> None:
     assert dict(match.constants)["ACTIVATION"] == "1"
 
 
-def _edited(tmp_path: Path, name: str, edit: dict) -> Problem:
-    target = tmp_path / name
-    shutil.copytree(builtin_dir() / name, target)
-    data = json.loads((target / "definition.json").read_text())
-    data.update(edit)
-    (target / "definition.json").write_text(json.dumps(data))
-    return load_problem(target)
-
-
 @pytest.mark.parametrize(
     ("name", "family", "edit", "reason"),
     [
@@ -175,14 +158,14 @@ def _edited(tmp_path: Path, name: str, edit: dict) -> Problem:
 def test_a_template_that_does_not_apply_says_why(
     tmp_path: Path, name: str, family: str, edit: dict, reason: str
 ) -> None:
-    problem = _edited(tmp_path, name, edit)
+    problem = edited_problem(tmp_path, name, edit)
     why = template_named(family).applies(problem.definition)
     assert why is not None and reason in why
     assert TritonTemplateAgent().propose(AgentContext(problem=problem)) is None
 
 
 def test_a_definition_without_op_type_is_matched_on_structure(tmp_path: Path) -> None:
-    problem = _edited(tmp_path, "softmax", {"op_type": None})
+    problem = edited_problem(tmp_path, "softmax", {"op_type": None})
     template, _ = _bound(problem)
     assert template.family == "softmax"
 
