@@ -255,6 +255,12 @@ class RooflineConfig:
     """Reject (REJECTED_GUARD) a latency below bound * (1 - slack)."""
     slack: float = 0.2
     """Allowed shortfall under the bound (measurement noise, ceilings that are not exact)."""
+    measure: bool = True
+    """On CUDA, measure the GPU's copy and matmul ceilings once per GPU model and driver
+    (cached; see kernelarc/guard/ceilings.py) instead of using the table below. CPU never
+    measures."""
+    cache_dir: str | None = None
+    """Where measured ceilings are cached; None = $KERNELARC_CACHE_DIR or ~/.cache/kernelarc."""
     cpu: DeviceCeiling = field(
         default_factory=lambda: DeviceCeiling(copy_bytes_per_s=200e9, matmul_flops_per_s=5e12)
     )

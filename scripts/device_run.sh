@@ -3,6 +3,9 @@
 # dependencies: installs the wheels carried in .whl/ (see ../shared/device/wheelhouse.sh), runs
 # the gpu-marked tests, then a real CUDA campaign + export + eval, writing logs under $OUT.
 #   usage (on the GPU machine, from the checkout): OUT=/some/dir ./scripts/device_run.sh [budget]
+# CAMPAIGN_BENCH=1 also runs scripts/bench_campaign.py (docs/benchmarks.md) first, writing
+# $OUT/bench_campaign.{json,md,log} (BENCH_ARGS: extra options, e.g. "--problems rmsnorm,rope");
+# BENCH_ONLY=1 stops after it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/kernelarc-device}
@@ -15,6 +18,16 @@ export PYTHONPATH=/tmp/site:$PWD
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   python3 -c "import sys, torch, triton; print(sys.version.split()[0], torch.__version__, torch.version.cuda, triton.__version__)"
 } | tee "$OUT/machine.txt"
+if [ "${CAMPAIGN_BENCH:-0}" = 1 ]; then
+  echo "== campaign benchmark (offline team)"
+  # shellcheck disable=SC2086  # BENCH_ARGS is a list of options
+  python3 scripts/bench_campaign.py --device cuda --out /tmp/kernelarc-bench \
+    --json "$OUT/bench_campaign.json" --markdown "$OUT/bench_campaign.md" ${BENCH_ARGS:-} \
+    2>&1 | tee "$OUT/bench_campaign.log" | grep -v '^  \[' | tail -40
+  if [ "${BENCH_ONLY:-0}" = 1 ]; then
+    exit 0
+  fi
+fi
 echo "== gpu tests"
 python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" -W ignore 2>&1 | tee "$OUT/gpu_tests.log" | tail -15
 run=/tmp/kernelarc-run

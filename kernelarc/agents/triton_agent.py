@@ -2,9 +2,10 @@
 
 Place in the flow: a member of the team built by `make_team`; the campaign loop calls `propose`
 until it returns None. It picks the template that fits the problem (triton_templates.py: op_type
-plus a structural check of the definition), then walks that template's knob grid in an order
-that is a seeded permutation (seed + a stable hash of the agent's name), skipping proposal ids
-the campaign has already seen. The kernels run under TRITON_INTERPRET=1 on CPU.
+plus a structural check of the definition), then walks that template's knob grid: first the
+template's priors (the settings most likely to win on the device, in order), then the rest of
+the grid in a seeded permutation (seed + a stable hash of the agent's name), skipping proposal
+ids the campaign has already seen. The kernels run under TRITON_INTERPRET=1 on CPU.
 """
 
 import logging
@@ -44,12 +45,20 @@ class TritonTemplateAgent:
         self.seed = seed
         self._issued: set[str] = set()
         self._unmatched_logged: set[str] = set()
+        # Per (problem, family, device): the walk order and how far it has been walked. A
+        # setting passed over (issued, or seen elsewhere) is never needed again, so each
+        # proposal renders only the settings after the cursor.
+        self._orders: dict[tuple[str, str, str], list[Knobs]] = {}
+        self._cursors: dict[tuple[str, str, str], int] = {}
 
     def knob_order(self, template: KernelTemplate, device: str) -> list[Knobs]:
-        """Every knob setting of the template's grid for the device, in this agent's order."""
+        """Every knob setting of the template's grid for the device, in this agent's order:
+        the priors as given, then the others shuffled by the agent's seed and name."""
         settings = template.knob_settings(device)
-        random.Random(self.seed + stable_hash(self.name)).shuffle(settings)
-        return settings
+        priors = len(template.priors(device))
+        rest = settings[priors:]
+        random.Random(self.seed + stable_hash(self.name)).shuffle(rest)
+        return settings[:priors] + rest
 
     def propose(self, ctx: AgentContext) -> Proposal | None:
         """The next knob setting not yet proposed or evaluated, or None (no template, or done)."""
@@ -63,12 +72,20 @@ class TritonTemplateAgent:
             return None
         template, match = found
         skip = ctx.seen_ids | self._issued | {a.proposal.id for a in ctx.attempts}
-        for knobs in self.knob_order(template, ctx.device):
-            proposal = self.build(ctx.problem, match, knobs)
+        key = (ctx.problem.name, template.family, ctx.device)
+        if key not in self._orders:
+            self._orders[key] = self.knob_order(template, ctx.device)
+        order = self._orders[key]
+        cursor = self._cursors.get(key, 0)
+        while cursor < len(order):
+            proposal = self.build(ctx.problem, match, order[cursor])
+            cursor += 1
             if proposal.id in skip:
                 continue
+            self._cursors[key] = cursor
             self._issued.add(proposal.id)
             return proposal
+        self._cursors[key] = cursor
         return None
 
     def build(self, problem: Problem, match: TemplateMatch, knobs: Knobs) -> Proposal:

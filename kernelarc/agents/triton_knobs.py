@@ -47,7 +47,13 @@ def triton_space(problem: Problem, device: str) -> tuple[KnobSpace, TemplateMatc
         name: tuple(sorted({s[name] for s in settings})) for name in settings[0]
     }
     valid = {_key(s) for s in settings}
-    default = min(settings, key=lambda s: (_distance_from_middle(s, options), _key(s)))
+    # The library's first setting: on CUDA its first hand-picked (Hopper-tuned) prior, so every
+    # strategy searches its own knobs around the likely winner; the middle of the grid otherwise.
+    first = dict(template.default_knobs(device))
+    if _key(first) in valid:
+        default = first
+    else:
+        default = min(settings, key=lambda s: (_distance_from_middle(s, options), _key(s)))
     space = KnobSpace(
         family=f"triton/{template.family}",
         options=options,

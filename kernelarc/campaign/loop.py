@@ -26,7 +26,11 @@ from typing import Literal
 from kernelarc.agents import Agent, AgentContext, make_team
 from kernelarc.campaign.coordinator import Coordinator
 from kernelarc.campaign.device import resolve_device
-from kernelarc.campaign.run_record import CampaignRecord, write_campaign_record
+from kernelarc.campaign.run_record import (
+    CampaignRecord,
+    campaign_roofline,
+    write_campaign_record,
+)
 from kernelarc.config import CampaignConfig
 from kernelarc.errors import KernelarcError, SandboxError
 from kernelarc.executor import Executor, make_executor
@@ -43,6 +47,7 @@ from kernelarc.guard import (
     scan_solution,
     score_traces,
 )
+from kernelarc.guard.ceilings import ResolvedCeiling, resolve_ceiling
 from kernelarc.guard.verdict import Judgement
 from kernelarc.llm.usage import log_team_usage
 from kernelarc.problems.builtin_set import resolve_problem
@@ -150,6 +155,10 @@ def run_campaign(
     device = executor.device
     run_dir.mkdir(parents=True, exist_ok=True)
     problem_copy = _copy_problem(problem, run_dir / "problem", cfg.workloads)
+    # Ceilings before any candidate runs: measured on an idle GPU (cached per model/driver).
+    ceiling = resolve_ceiling(cfg.guard.roofline, device, cfg.sandbox.gpu)
+    if ceiling.note:
+        logger.warning("roofline ceilings: %s", ceiling.note)
     coordinator = Coordinator(cfg.coordination, problem, device, team, run_dir)
     record = CampaignRecord(
         name=cfg.name,
@@ -170,6 +179,7 @@ def run_campaign(
             )
             for agent, kind in zip(team, kinds, strict=True)
         ],
+        roofline=campaign_roofline(problem.definition, list(problem.workloads), ceiling),
     )
     write_campaign_record(run_dir, record)
     log = AttemptLog(run_dir / "attempts.jsonl")
@@ -177,7 +187,7 @@ def run_campaign(
     for agent in team:
         tracker.start_agent(agent.name, agent.strategy)
     worker = _AgentWorker(
-        cfg, problem, device, executor, state, log, tracker, on_attempt, coordinator
+        cfg, problem, device, executor, state, log, tracker, on_attempt, coordinator, ceiling
     )
     threads = [
         threading.Thread(target=worker.run, args=(agent,), name=f"agent-{agent.name}", daemon=True)
@@ -252,8 +262,10 @@ class _AgentWorker:
         tracker: Tracker,
         on_attempt: ProgressCallback | None,
         coordinator: Coordinator,
+        ceiling: ResolvedCeiling | None = None,
     ) -> None:
         self.cfg = cfg
+        self.ceiling = ceiling
         self.problem = problem
         self.device = device
         self.executor = executor
@@ -416,6 +428,7 @@ class _AgentWorker:
             list(self.problem.workloads),
             self.device,
             hardware,
+            self.ceiling,
         )
         record = record.model_copy(
             update={

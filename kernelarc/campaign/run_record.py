@@ -6,11 +6,24 @@ from pathlib import Path
 from pydantic import Field, ValidationError
 
 from kernelarc.errors import ConfigError
+from kernelarc.guard.ceilings import ResolvedCeiling
+from kernelarc.guard.roofline import Ceiling, roofline_bounds
+from kernelarc.schema import Definition, Workload
 from kernelarc.schema.base import RecordModel
 from kernelarc.schema.coordination import CoordinationSettings, TeamMember
+from kernelarc.schema.guard_record import RooflineBound
 from kernelarc.schema.throughput import ThroughputReport
 
 CAMPAIGN_FILE = "campaign.json"
+
+
+class CampaignRoofline(RecordModel):
+    """The speed of light of the campaign's workloads on its device (T_SOL of the SOL score)."""
+
+    ceiling: ResolvedCeiling
+    """Copy bandwidth and matmul rate used, and whether they were measured."""
+    bounds: list[RooflineBound]
+    """T_SOL per workload, in workload order (empty if the axes did not resolve)."""
 
 
 class CampaignRecord(RecordModel):
@@ -54,6 +67,23 @@ class CampaignRecord(RecordModel):
     """Their cost at the configured prices."""
     throughput: ThroughputReport | None = None
     """Candidates per minute, slot use, queue wait and overheads (written at the end)."""
+    roofline: CampaignRoofline | None = None
+    """Ceilings and the per-workload speed-of-light bounds (None in older run dirs)."""
+
+
+def campaign_roofline(
+    definition: Definition, workloads: list[Workload], ceiling: ResolvedCeiling
+) -> CampaignRoofline:
+    """The ceiling and every workload's bound (none when a workload's axes do not resolve)."""
+    try:
+        bounds = roofline_bounds(
+            definition,
+            workloads,
+            Ceiling(ceiling.copy_bytes_per_s, ceiling.matmul_flops_per_s),
+        )
+    except (ValueError, KeyError):
+        bounds = []
+    return CampaignRoofline(ceiling=ceiling, bounds=bounds)
 
 
 def write_campaign_record(run_dir: Path, record: CampaignRecord) -> None:

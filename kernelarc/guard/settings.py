@@ -1,10 +1,13 @@
 """From the typed config to what the guard records: per-device settings and roofline bounds.
 
 Place in the flow: the campaign loop calls `guard_settings` once per campaign and
-`roofline_for` per judged attempt (the GPU name comes from the attempt's traces).
+`roofline_for` per judged attempt, with the ceiling it resolved at start (`ceilings.py`:
+measured on CUDA, else configured); without one, the GPU name from the attempt's traces picks
+the configured ceiling.
 """
 
 from kernelarc.config import GuardConfig
+from kernelarc.guard.ceilings import ResolvedCeiling
 from kernelarc.guard.roofline import Ceiling, roofline_bounds
 from kernelarc.schema import Definition, Workload
 from kernelarc.schema.guard_record import GuardSettings, RooflineBound
@@ -34,21 +37,24 @@ def roofline_for(
     workloads: list[Workload],
     device: str,
     hardware: str,
+    resolved: ResolvedCeiling | None = None,
 ) -> tuple[str, list[RooflineBound]]:
-    """(ceiling table key, bound per workload); ('', []) when the check is off.
+    """(ceiling key, bound per workload); ('', []) when the check is off.
 
-    A definition whose axes a workload does not resolve gets no bounds (the runner reports
-    that workload's error; the guard does not guess).
+    `resolved` (the campaign's measured or configured ceiling) wins over the table lookup by
+    `hardware`. A definition whose axes a workload does not resolve gets no bounds (the runner
+    reports that workload's error; the guard does not guess).
     """
     if not (cfg.enabled and cfg.roofline.enabled):
         return "", []
-    key, ceiling = cfg.roofline.ceiling_for(device, hardware)
+    if resolved is not None:
+        key = resolved.key
+        ceiling = Ceiling(resolved.copy_bytes_per_s, resolved.matmul_flops_per_s)
+    else:
+        key, configured = cfg.roofline.ceiling_for(device, hardware)
+        ceiling = Ceiling(configured.copy_bytes_per_s, configured.matmul_flops_per_s)
     try:
-        bounds = roofline_bounds(
-            definition,
-            workloads,
-            Ceiling(ceiling.copy_bytes_per_s, ceiling.matmul_flops_per_s),
-        )
+        bounds = roofline_bounds(definition, workloads, ceiling)
     except (ValueError, KeyError):
         return key, []
     return key, bounds

@@ -7,17 +7,44 @@ tests). (A plain module, not conftest.py: several test dirs have a conftest.)
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from math import prod
 from pathlib import Path
 
 from kernelarc.agents import AgentContext, TritonTemplateAgent
-from kernelarc.problems.files import Problem
+from kernelarc.problems.builtin_set import builtin_dir
+from kernelarc.problems.files import Problem, load_problem
 from kernelarc.schema import Proposal, Workload
 
 CHECKER = Path(__file__).with_name("kernel_check.py")
 TRITON_PER_PROBLEM = 2
+SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "problems"
+SAMPLE_NAMES = ("add_rmsnorm", "linear_relu_kn", "geglu")
+#: The template family expected for each built-in problem and test problem.
+FAMILY = {
+    "add_layernorm": "add_layernorm",
+    "gemm_bias_gelu": "gemm_epilogue",
+    "rmsnorm": "rmsnorm",
+    "rmsnorm_backward": "rmsnorm_backward",
+    "rope": "rope",
+    "silu_and_mul": "gated_activation",
+    "softmax": "softmax",
+    "add_rmsnorm": "rmsnorm",
+    "linear_relu_kn": "gemm_epilogue",
+    "geglu": "gated_activation",
+}
+
+
+def edited_problem(tmp_path: Path, name: str, edit: dict[str, object]) -> Problem:
+    """A copy of a built-in problem with some definition keys replaced."""
+    target = tmp_path / name
+    shutil.copytree(builtin_dir() / name, target)
+    data = json.loads((target / "definition.json").read_text())
+    data.update(edit)
+    (target / "definition.json").write_text(json.dumps(data))
+    return load_problem(target)
 
 
 def case_for(problem: Problem, workload: Workload) -> dict[str, object]:

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 from agent_checks import (
+    FAMILY,
     TRITON_PER_PROBLEM,
     case_for,
     check_entry,
+    edited_problem,
     first_proposals,
     run_checker,
 )
@@ -31,22 +33,12 @@ def _ids(agent: TritonTemplateAgent, problem: Problem, device: str = "cpu") -> l
     return ids
 
 
-def _edited_problem(tmp_path: Path, name: str, edit: dict) -> Problem:
-    """A copy of a built-in problem with some definition keys replaced."""
-    target = tmp_path / name
-    shutil.copytree(builtin_dir() / name, target)
-    data = json.loads((target / "definition.json").read_text())
-    data.update(edit)
-    (target / "definition.json").write_text(json.dumps(data))
-    return load_problem(target)
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_every_builtin_problem_has_a_template(name: str) -> None:
     found = match_template(resolve_problem(name))
     assert not isinstance(found, list), found
     template, match = found
-    assert template.family == name
+    assert template.family == FAMILY[name]
     assert [n for _, n in match.input_roles] == list(resolve_problem(name).definition.inputs)
 
 
@@ -67,9 +59,9 @@ def test_proposal_record(name: str) -> None:
     solution = proposal.solution
     assert proposal.id.startswith("p-") and proposal.agent == "triton_template"
     assert proposal.strategy == "triton_template"
-    assert proposal.knobs["template"] == name
+    assert proposal.knobs["template"] == FAMILY[name]
     assert proposal.rationale and "\n" not in proposal.rationale
-    assert solution.name.startswith(f"{name}-triton_template-{name}-")
+    assert solution.name.startswith(f"{name}-triton_template-{FAMILY[name]}-")
     assert solution.definition == name and solution.author == "triton_template"
     assert solution.spec.languages == [Language.TRITON]
     assert solution.spec.target_hardware == [TargetHardware.LOCAL]
@@ -98,19 +90,31 @@ def test_walks_the_whole_grid_once_then_returns_none(device: str) -> None:
     assert len(ids) == len(set(ids)) == len(template.knob_settings(device))
 
 
-def test_cuda_grid_respects_the_tile_bound() -> None:
+def test_cuda_grid_is_valid_and_starts_with_the_priors() -> None:
     for template in TEMPLATES:
         settings = template.knob_settings("cuda")
         assert len(settings) >= 8, template.family
-        for knobs in settings:
-            tile = 1
-            for knob in template.tile_knobs:
-                tile *= knobs[knob]
-            assert template.max_tile is None or tile <= template.max_tile
+        assert all(template.check_knobs(k, "cuda") is None for k in settings)
+        priors = template.priors("cuda")
+        assert settings[: len(priors)] == priors
+        assert settings[0] == template.default_knobs("cuda")
+
+
+def test_agent_tries_the_priors_first_whatever_its_seed() -> None:
+    problem = resolve_problem("rmsnorm")
+    template = next(t for t in TEMPLATES if t.family == "rmsnorm")
+    ctx = AgentContext(problem=problem, device="cuda")
+    n = len(template.priors("cuda"))
+    for seed in (0, 1):
+        agent = TritonTemplateAgent(seed=seed)
+        tried = [agent.propose(ctx) for _ in range(n)]
+        assert [p.knobs for p in tried if p is not None] == [
+            {"template": "rmsnorm", **k} for k in template.priors("cuda")
+        ]
 
 
 def test_seen_ids_are_skipped() -> None:
-    problem = resolve_problem("softmax")
+    problem = resolve_problem("gemm_bias_gelu")
     order = _ids(TritonTemplateAgent(seed=0), problem)
     seen = frozenset(order[:2])
     proposal = TritonTemplateAgent(seed=0).propose(AgentContext(problem=problem, seen_ids=seen))
@@ -121,7 +125,7 @@ def test_seen_ids_are_skipped() -> None:
 
 
 def test_no_template_for_an_unknown_op_type(tmp_path: Path) -> None:
-    problem = _edited_problem(tmp_path, "softmax", {"op_type": "sort"})
+    problem = edited_problem(tmp_path, "softmax", {"op_type": "sort"})
     assert TritonTemplateAgent().propose(AgentContext(problem=problem)) is None
     reasons = match_template(problem)
     assert isinstance(reasons, list) and any("'sort'" in r for r in reasons)
@@ -133,21 +137,21 @@ def test_no_template_when_eps_is_missing(tmp_path: Path) -> None:
         "    return (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True))"
         " * weight.float()).to(torch.bfloat16)\n"
     )
-    problem = _edited_problem(tmp_path, "rmsnorm", {"reference": reference})
+    problem = edited_problem(tmp_path, "rmsnorm", {"reference": reference})
     reasons = match_template(problem)
     assert isinstance(reasons, list) and any("eps" in r for r in reasons)
     assert TritonTemplateAgent().propose(AgentContext(problem=problem)) is None
 
 
 def test_no_template_when_the_structure_differs(tmp_path: Path) -> None:
-    # A softmax over the first axis, and a "gemm" without GELU, are not served.
+    # A softmax over the first axis, and a "gemm" followed by a softmax, are not served.
     ref = "import torch\n\ndef run(x):\n    return torch.softmax(x, dim=0)\n"
-    assert isinstance(
-        match_template(_edited_problem(tmp_path, "softmax", {"reference": ref})), list
+    assert isinstance(match_template(edited_problem(tmp_path, "softmax", {"reference": ref})), list)
+    ref = (
+        "import torch\n\ndef run(a, weight, bias):\n    return (a @ weight.T + bias).softmax(-1)\n"
     )
-    ref = "import torch\n\ndef run(a, weight, bias):\n    return (a @ weight.T + bias)\n"
     assert isinstance(
-        match_template(_edited_problem(tmp_path, "gemm_bias_gelu", {"reference": ref})), list
+        match_template(edited_problem(tmp_path, "gemm_bias_gelu", {"reference": ref})), list
     )
 
 

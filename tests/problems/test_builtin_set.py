@@ -17,11 +17,12 @@ EXPECTED = {
     "softmax": "softmax",
     "gemm_bias_gelu": "gemm",
     "rope": "rope",
+    "rmsnorm_backward": "rmsnorm_backward",
 }
 NAMES = sorted(EXPECTED)
 
 
-def test_builtin_names_are_the_six_problems() -> None:
+def test_builtin_names_are_the_seven_problems() -> None:
     assert builtin_names() == NAMES
     assert all((builtin_dir() / n / "definition.json").is_file() for n in NAMES)
 
@@ -118,6 +119,19 @@ def test_references_compute_what_the_descriptions_say() -> None:
     tanh_gelu = 0.5 * y * (1 + torch.tanh((2 / torch.pi) ** 0.5 * (y + 0.044715 * y**3)))
     got = ns["gemm_bias_gelu"]["run"](a, w, b)  # type: ignore[operator]
     torch.testing.assert_close(got.float(), tanh_gelu, atol=2e-2, rtol=2e-2)
+
+    # The backward equals autograd through the forward reference, computed in float32.
+    x = torch.randn(6, 256).to(torch.bfloat16)
+    weight = torch.randn(256).to(torch.bfloat16)
+    grad = torch.randn(6, 256).to(torch.bfloat16)
+    xf = x.float().requires_grad_()
+    wf = weight.float().requires_grad_()
+    y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * wf
+    y.backward(grad.float())
+    assert xf.grad is not None and wf.grad is not None
+    dx, dw = ns["rmsnorm_backward"]["run"](grad, x, weight)  # type: ignore[operator]
+    torch.testing.assert_close(dx.float(), xf.grad, atol=2e-2, rtol=2e-2)
+    torch.testing.assert_close(dw.float(), wf.grad, atol=2e-2, rtol=2e-2)
 
 
 def test_resolve_by_path(tmp_path: Path) -> None:

@@ -1,0 +1,1 @@
+"""The offline campaign benchmark (docs/benchmarks.md): runs in campaigns.py, table in report.py."""
