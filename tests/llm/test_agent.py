@@ -4,8 +4,8 @@ the proposal, refuses repeats, retires after repeated failures, and hands on its
 from types import SimpleNamespace
 
 import pytest
+from llm_records import failed, passed, proposal
 from openai_server import ChatServer, add_kernel, config_for, kernel_reply, reply, status
-from records import failed, passed, proposal
 
 from kernelarc.agents.context import AgentContext
 from kernelarc.config import LLMConfig

@@ -2,8 +2,8 @@
 on, peer code only with peer state on, the draft order when drafting fired; it is bounded."""
 
 import pytest
+from llm_records import failed, passed, proposal
 from openai_server import add_kernel
-from records import failed, passed, proposal
 
 from kernelarc.agents.context import AgentContext, DraftOrder, PeerSnapshot
 from kernelarc.llm import STRATEGIES

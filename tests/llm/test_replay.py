@@ -5,8 +5,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from llm_records import failed, passed, proposal
 from openai_server import ChatServer, add_kernel, config_for, kernel_reply, reply, status
-from records import failed, passed, proposal
 
 from kernelarc.agents.context import AgentContext
 from kernelarc.config import LLMConfig

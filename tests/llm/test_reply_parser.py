@@ -3,8 +3,8 @@
 import json
 
 import pytest
+from llm_records import failed, passed, proposal
 from openai_server import add_kernel, kernel_reply
-from records import failed, passed, proposal
 
 from kernelarc.llm.reply_parser import ReplyFormatError, parse_reply
 from kernelarc.problems.files import Problem
