@@ -26,10 +26,17 @@ ConfigStore.instance().store(name="campaign_schema", node=CampaignConfig)
 
 
 def _config_path() -> str:
-    """`pkg://kernelarc.conf` when installed; the checkout's conf/ when run from source."""
+    """The conf/ beside this kernelarc package (a checkout), else `pkg://kernelarc.conf`.
+
+    The checkout's conf/ comes first so that code and configs always come from the same tree:
+    an editable install of another checkout maps `kernelarc.conf` to that checkout's conf/.
+    """
+    checkout = Path(__file__).resolve().parents[1] / "conf"
+    if (checkout / "campaign.yaml").is_file():
+        return str(checkout)
     if importlib.util.find_spec("kernelarc.conf") is not None:
         return "pkg://kernelarc.conf"
-    return str(Path(__file__).resolve().parents[1] / "conf")
+    return str(checkout)
 
 
 def run_hydra_campaign(args: list[str]) -> int:
