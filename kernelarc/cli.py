@@ -29,7 +29,27 @@ examples:
   kernelarc campaign -m seed=0,1 problem=rmsnorm,softmax
   kernelarc eval path/to/problem --solution solution.json --json -o traces.jsonl
   kernelarc export outputs/kernelarc/2026-12-02_10-00-00 --out exports/
+  kernelarc sync outputs/kernelarc/2026-12-02_10-00-00
+  kernelarc report multirun/kernelarc/2026-12-02_10-00-00 --out reports/ablation
 run `kernelarc campaign --help` for every campaign setting.
+"""
+
+_EPILOG_SYNC = """\
+Uploads to MLflow what the store lacks of each campaign: the parent and agent runs, every
+attempt's metrics and artifacts, the best-so-far metrics, the attempts and conclusions tables,
+and (for an ended campaign) the final metrics and run status. attempts.jsonl is the source of
+truth; RUN_DIR/mlflow_ledger.jsonl records what already arrived, and anything it does not list is
+looked up on the server first, so syncing twice never duplicates anything. A campaign syncs
+itself when it ends; run this after an outage, or to upload a tracking=none campaign. Do not run
+it on a campaign that is still running. Exit status 0 iff every run dir was synced.
+
+The store: --tracking-uri, else the one the campaign logged to (its ledger), else
+$MLFLOW_TRACKING_URI, else sqlite:///$PWD/mlflow.db.
+
+examples:
+  kernelarc sync outputs/kernelarc/2026-12-02_10-00-00
+  kernelarc sync multirun/kernelarc/2026-12-02_10-00-00/*/ --tracking-uri http://mlflow:5000
+  kernelarc sync outputs/kernelarc/2026-12-02_10-00-00 --verify
 """
 
 _EPILOG_EVAL = """\
@@ -88,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_replay(ns)
         if ns.command == "export":
             return _cmd_export(ns)
+        if ns.command == "sync":
+            return _cmd_sync(ns)
     except KernelarcError as exc:
         Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         return 2
@@ -104,7 +126,7 @@ def _build_parser() -> argparse.ArgumentParser:
         formatter_class=fmt,
     )
     parser.add_argument("--version", action="version", version=f"kernelarc {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{campaign,eval,export,replay}")
+    sub = parser.add_subparsers(dest="command", metavar="{campaign,eval,export,replay,sync,report}")
     sub.add_parser("campaign", help="run a campaign (Hydra overrides follow; see its --help)")
     rp = sub.add_parser(
         "replay",
@@ -113,6 +135,20 @@ def _build_parser() -> argparse.ArgumentParser:
         formatter_class=fmt,
     )
     rp.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a campaign's run dir")
+    sy = sub.add_parser(
+        "sync",
+        help="upload to MLflow what it lacks of campaigns (after an outage)",
+        epilog=_EPILOG_SYNC,
+        formatter_class=fmt,
+    )
+    sy.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="campaign run dirs")
+    sy.add_argument("--tracking-uri", help="the MLflow store (default: the campaign's)")
+    sy.add_argument("--experiment", help="experiment name (default: the campaign's)")
+    sy.add_argument(
+        "--verify",
+        action="store_true",
+        help="check every attempt on the server, not only those the ledger lacks",
+    )
     ev = sub.add_parser(
         "eval",
         help="evaluate one solution on one problem",
@@ -297,6 +333,42 @@ def _cmd_export(ns: argparse.Namespace) -> int:
         status = 0 if all(c.agree for c in checks) else 1
     print(json.dumps(report, indent=2))  # noqa: T201
     return status
+
+
+def _cmd_sync(ns: argparse.Namespace) -> int:
+    from kernelarc.report.sol_score import SolScorer
+    from kernelarc.tracking.mlflow_sync import ledger_uri, sync_run_dir
+
+    limit_mlflow_retries()
+    console = Console()
+    status = 0
+    for run_dir in ns.run_dirs:
+        uri = ns.tracking_uri or ledger_uri(run_dir) or default_tracking_uri()
+        try:
+            report = sync_run_dir(
+                run_dir,
+                uri,
+                experiment=ns.experiment,
+                sol_score=SolScorer.for_run_dir(run_dir),
+                verify=ns.verify,
+            )
+        except KernelarcError as exc:
+            console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            status = 1
+            continue
+        console.print(report.describe(), highlight=False, soft_wrap=True)
+    return status
+
+
+def default_tracking_uri() -> str:
+    """$MLFLOW_TRACKING_URI, else the campaign's default store: sqlite in the current dir."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or _local_mlflow_uri()
+
+
+def limit_mlflow_retries() -> None:
+    """A dead tracking server must cost seconds, not minutes of retries (unless set already)."""
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
 
 
 def _check_timestamp(value: str) -> None:
