@@ -2,8 +2,8 @@
 
 import importlib.util
 import logging
-import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +15,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kernelarc.campaign import CampaignState, CampaignSummary, run_campaign
+from kernelarc.campaign.device import resolve_device
+from kernelarc.cli import limit_mlflow_retries
 from kernelarc.config import CampaignConfig
 from kernelarc.errors import KernelarcError
+from kernelarc.report.sol_score import SolScorer
 from kernelarc.schema import Attempt
 from kernelarc.tracking import make_tracker
+from kernelarc.tracking.run_metadata import campaign_tags, flatten_config
 
 logger = logging.getLogger(__name__)
 
@@ -73,22 +77,38 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
     run_dir.mkdir(parents=True, exist_ok=True)
     config_yaml = OmegaConf.to_yaml(dict_cfg, resolve=True)
     (run_dir / "config.yaml").write_text(config_yaml, encoding="utf-8")
+    container = OmegaConf.to_container(dict_cfg, resolve=True)
+    assert isinstance(container, dict)
+    config: dict[str, Any] = {str(k): v for k, v in container.items()}
     uri = cfg.tracking.uri or default_tracking_uri()
+    experiment = cfg.tracking.experiment or cfg.name
     # A dead tracking server must cost seconds, not minutes of retries (attempts.jsonl has all).
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
+    limit_mlflow_retries()
     options: dict[str, Any] = {}
     if cfg.tracking.kind == "mlflow":
-        options = {"tracking_uri": uri, "experiment": cfg.tracking.experiment or cfg.name}
+        options = {
+            "tracking_uri": uri,
+            "experiment": experiment,
+            "run_dir": run_dir,
+            "sol_score": SolScorer.for_run_dir(run_dir),
+        }
     tracker = make_tracker(cfg.tracking.kind, **options)
+    hydra_cfg = HydraConfig.get()
     tracker.start_campaign(
         name=cfg.name,
-        params=_flatten(OmegaConf.to_container(dict_cfg, resolve=True)),
-        tags={"kernelarc.problem": cfg.problem, "kernelarc.run_dir": str(run_dir.resolve())},
+        params=flatten_config(config),
+        tags=campaign_tags(
+            config,
+            run_dir,
+            device=resolve_device(cfg.device),
+            choices=dict(hydra_cfg.runtime.choices),
+            overrides=list(hydra_cfg.overrides.task),
+        ),
         config_yaml=config_yaml,
     )
     console = Console(stderr=True)
     status, summary_metrics = "FAILED", {}
+    started = time.monotonic()
     try:
         with _progress(console) as progress:
             task = progress.add_task("campaign", total=cfg.budget.candidates, best="-", fails=0)
@@ -102,18 +122,39 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
             summary = run_campaign(cfg, run_dir, tracker, on_attempt)
         status = summary.status
         summary_metrics = {
-            "campaign/attempts": float(summary.attempts),
-            "campaign/passed": float(summary.passed),
+            "campaign/wall_s": round(time.monotonic() - started, 3),
+            "campaign/guard_evaluations": float(summary.guard_evaluations),
         }
-        if summary.best is not None and summary.best.speedup is not None:
-            summary_metrics["campaign/final_best_speedup"] = summary.best.speedup
     except KeyboardInterrupt:
         status = "KILLED"
         raise
     finally:
         tracker.finish(status, summary_metrics)
+    if cfg.tracking.kind == "mlflow":
+        _sync_at_end(console, run_dir, uri, experiment)
     _print_summary(console, cfg, summary, tracker.ui_hint())
     return summary.best.speedup if summary.best else None
+
+
+def _sync_at_end(console: Console, run_dir: Path, uri: str, experiment: str) -> None:
+    """Upload what the tracker could not (an outage); a no-op when nothing is missing."""
+    from kernelarc.tracking.mlflow_sync import sync_run_dir
+
+    try:
+        report = sync_run_dir(
+            run_dir, uri, experiment=experiment, sol_score=SolScorer.for_run_dir(run_dir)
+        )
+    except KernelarcError as exc:
+        logger.warning("MLflow sync at the end failed: %s", exc)
+        console.print(
+            f"[yellow]MLflow is missing part of this campaign[/] ({exc}); attempts.jsonl has "
+            f"everything: run `kernelarc sync {run_dir}` once {uri} answers.",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return
+    if report.changed:
+        console.print(f"MLflow sync: {report.describe()}", highlight=False, soft_wrap=True)
 
 
 def _progress(console: Console) -> Progress:
@@ -147,14 +188,3 @@ def _print_summary(
     console.print(f"Export:    kernelarc export {summary.run_dir} --out exports/")
     if ui_hint:
         console.print(f"MLflow UI: {ui_hint}  (experiment {cfg.tracking.experiment or cfg.name!r})")
-
-
-def _flatten(node: Any, prefix: str = "") -> dict[str, str]:
-    """Flatten a config container into dotted keys (MLflow params)."""
-    out: dict[str, str] = {}
-    if isinstance(node, dict):
-        for key, value in node.items():
-            out.update(_flatten(value, f"{prefix}{key}."))
-    else:
-        out[prefix.rstrip(".")] = str(node)
-    return out

@@ -11,7 +11,7 @@ Besides `mlflow_tracker.py`, this is the only module that imports mlflow.
 import logging
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # Telemetry is read when mlflow is imported, so this must come first.
@@ -46,6 +46,8 @@ class CampaignRun:
     """Every attempt found in the child runs' artifacts, by index."""
     config_yaml: str | None
     """The resolved config artifact, if logged."""
+    params: dict[str, str] = field(default_factory=dict)
+    """The parent run's params (the flattened config)."""
 
     @property
     def run_dir(self) -> str | None:
@@ -127,6 +129,7 @@ def _read_campaign(client: MlflowClient, experiment_id: str, parent: Run) -> Cam
         tags=tags,
         attempts=[by_index[i] for i in sorted(by_index)],
         config_yaml=config,
+        params=dict(parent.data.params),
     )
     if run.degraded:
         logger.warning(

@@ -121,6 +121,7 @@ class MlflowTracker:
         self._model_tagged: set[str] = set()
         self._progress = CampaignProgress(sol_score)
         self._failed_calls = 0
+        self._incomplete = False
         self._failures_in_a_row = 0
         self._disabled = False
         self._retry_at = 0.0
@@ -223,6 +224,7 @@ class MlflowTracker:
                 return
             step = self._progress.add(attempt)
             if not self._available() or (self._parent_run_id is None and not self._open()):
+                self._incomplete = True
                 return
             parent = self._parent_run_id
             assert parent is not None
@@ -234,6 +236,8 @@ class MlflowTracker:
                 self._logged(f"log metrics of attempt {index}", metrics, index, "metrics")
                 files = partial(payload.upload_attempt_artifacts, self._mlflow, run_id, attempt)
                 self._logged(f"log artifacts of attempt {index}", files, index, "artifacts")
+            else:
+                self._incomplete = True
             campaign = partial(
                 self._mlflow.log_batch,
                 parent,
@@ -269,7 +273,9 @@ class MlflowTracker:
             final = {**self._progress.final_metrics(), **summary}
             metrics = [Metric(payload.clean_key(k), float(v), now, step) for k, v in final.items()]
             log_summary = partial(self._mlflow.log_batch, parent, metrics=metrics)
-            if self._ok("log the final metrics", log_summary):
+            if not self._ok("log the final metrics", log_summary):
+                self._incomplete = True
+            else:
                 self._note(
                     MarkEntry(kind="summary", uri=self._uri, run_id=parent, attempts=len(attempts))
                 )
@@ -307,7 +313,11 @@ class MlflowTracker:
             return False, None
         try:
             result = action()
-        except BACKEND_ERRORS as exc:
+        except Exception as exc:
+            # The Tracker contract: a backend failure never reaches the campaign. Backends fail
+            # with more than MlflowException and OSError (e.g. alembic's CommandError when two
+            # processes of a joblib sweep create one SQLite store at once), so all are caught,
+            # logged and counted here; attempts.jsonl and `kernelarc sync` cover the gap.
             self._failed(what, exc)
             return False, None
         if self._disabled:
@@ -346,7 +356,9 @@ class MlflowTracker:
     def _logged(self, what: str, action: Callable[[], object], index: int, part: Part) -> None:
         """A `_call` for one part of an attempt; on success the ledger records it."""
         parent = self._parent_run_id
-        if self._ok(what, action) and parent is not None:
+        if not self._ok(what, action):
+            self._incomplete = True
+        elif parent is not None:
             self._note(LoggedEntry(uri=self._uri, run_id=parent, index=index, part=part))
 
     def _note(self, entry: CampaignEntry | RunEntry | LoggedEntry | MarkEntry) -> None:
@@ -380,9 +392,13 @@ class MlflowTracker:
         client = self._mlflow
         for first in range(0, len(start.params), MAX_PARAMS_PER_BATCH):
             chunk = start.params[first : first + MAX_PARAMS_PER_BATCH]
-            self._ok("log the config params", partial(client.log_batch, parent, params=chunk))
+            if not self._ok(
+                "log the config params", partial(client.log_batch, parent, params=chunk)
+            ):
+                self._incomplete = True
         config = partial(payload.log_text, client, parent, keys.CONFIG_YAML, start.config_yaml)
-        self._ok("log config.yaml", config)
+        if not self._ok("log config.yaml", config):
+            self._incomplete = True
         for agent, strategy in self._strategies.items():
             self._agent_run(agent, strategy)
         return True
@@ -458,6 +474,7 @@ class MlflowTracker:
         for artifact, data in tables:
             upload = partial(payload.upload_table, self._mlflow, parent, data, artifact)
             if not self._ok(f"log {artifact}", upload):
+                self._incomplete = True
                 return
         mark = MarkEntry(
             kind="tables",
@@ -472,7 +489,8 @@ class MlflowTracker:
         # Closing calls are tried even while MLflow is not contacted, so the UI does not show the
         # runs as running forever; the first one that fails ends the attempt (dead server).
         closing: list[tuple[str, Callable[[], object]]] = []
-        if self.degraded:
+        if self._incomplete:
+            # Something is missing from the store (sync removes the tag once it is complete).
             tag = partial(self._mlflow.set_tag, parent, keys.TRACKING_DEGRADED, "true")
             closing.append(("tag the run as degraded", tag))
         for run_id in [*self._agent_runs.values(), parent]:

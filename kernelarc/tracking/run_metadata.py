@@ -160,7 +160,9 @@ def read_choices(run_dir: Path) -> dict[str, str]:
         choices = data["hydra"]["runtime"]["choices"]
     except (KeyError, TypeError):
         return {}
-    return {str(k): str(v) for k, v in choices.items()} if isinstance(choices, dict) else {}
+    if not isinstance(choices, dict):
+        return {}
+    return {str(k): str(v) for k, v in choices.items() if not str(k).startswith("hydra")}
 
 
 def read_config(run_dir: Path) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from kernelarc.schema import (
     Workload,
     proposal_id_for,
 )
+from kernelarc.schema.guard_record import GuardRecord, RooflineBound
 from tests.mlflow_server import MlflowServer
 
 MakeAttempt = Callable[..., Attempt]
@@ -60,10 +61,13 @@ def build_attempt(
     extra_sources: dict[str, str] | None = None,
     verdict: Verdict | None = None,
     best_speedup_after: float | None = None,
+    roofline_ms: float | None = None,
 ) -> Attempt:
     """A small valid Attempt; `variant` changes the source so the proposal id differs.
 
-    The verdict defaults to CORRECT (passed) or FAILED; pass NEW_BEST for an incumbent.
+    The verdict defaults to CORRECT (passed) or FAILED; pass NEW_BEST for an incumbent. Its one
+    trace times the kernel at 1 ms and the reference at `speedup` ms; `roofline_ms` records a
+    guard roofline bound for it (then a SOL score exists).
     """
     body = f"def run(x, y):\n    return x + y  # {variant or index}\n"
     sources = [SourceFile(path="kernel.py", content=body)]
@@ -102,6 +106,16 @@ def build_attempt(
         finished_at="2026-12-02T10:00:01+00:00",
         wall_s=1.0,
         stderr_tail="" if passed else "Traceback: boom",
+        guard=(
+            GuardRecord(
+                roofline=[
+                    RooflineBound(workload="w-0", bound_ms=roofline_ms, bytes=1.0, flops=0.0)
+                ],
+                device="cpu",
+            )
+            if roofline_ms is not None
+            else None
+        ),
     )
 
 

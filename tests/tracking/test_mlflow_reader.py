@@ -51,6 +51,7 @@ def test_reads_every_campaign_with_its_attempts(sqlite_uri: str, make_attempt: M
     assert [r.run_dir for r in runs] == ["/runs/one", "/runs/two"]
     assert [r.config_yaml for r in runs] == ["seed: 0\n", "seed: 1\n"]
     assert runs[0].run_name == "reader"
+    assert runs[0].params == {"seed": "0"}
     assert not runs[0].degraded
 
 

@@ -16,6 +16,7 @@ from mlflow.tracking import MlflowClient
 from mlflow.utils import validation
 
 from kernelarc.errors import ConfigError
+from kernelarc.report.sol_score import SolScorer
 from kernelarc.schema import Attempt, EvalStatus, Trace, Verdict
 from kernelarc.tracking import keys, make_tracker
 from kernelarc.tracking.mlflow_tracker import MlflowTracker
@@ -54,8 +55,15 @@ def _run_campaign(
     attempts = [
         make_attempt(0, agent="tiler", strategy="tiling", speedup=1.2, verdict=Verdict.NEW_BEST),
         make_attempt(1, agent="fuser", strategy="fusion", status=EvalStatus.INCORRECT_NUMERICAL),
+        # A guard roofline bound of 0.5 ms: T_k 1 ms, T_b (reference) 2 ms -> SOL score 0.75.
         make_attempt(
-            2, agent="tiler", strategy="tiling", speedup=2.0, latency_ms=0.5, verdict=NEW_BEST
+            2,
+            agent="tiler",
+            strategy="tiling",
+            speedup=2.0,
+            latency_ms=0.5,
+            verdict=NEW_BEST,
+            roofline_ms=0.5,
         ),
         # Faster-looking than the incumbent but not accepted (a CHALLENGER): not the best.
         make_attempt(3, agent="fuser", strategy="fusion", speedup=2.4, verdict=Verdict.CHALLENGER),
@@ -113,6 +121,12 @@ def _check_campaign(
         (3, 3.0),
     ]
     assert _history(client, parent_id, keys.CAMPAIGN_BEST_LATENCY_MS)[-1] == (4, 0.5)
+    assert _history(client, parent_id, keys.CAMPAIGN_BEST_SOL_SCORE) == [
+        (2, 0.75),
+        (3, 0.75),
+        (4, 0.75),
+    ]
+    assert parent.data.metrics[keys.FINAL_BEST_SOL_SCORE] == 0.75
 
     assert _history(client, parent_id, keys.CAMPAIGN_BEST_SPEEDUP) == [
         (0, 1.2),
@@ -140,6 +154,7 @@ def _check_campaign(
     tiler, fuser = by_name["tiler"].info.run_id, by_name["fuser"].info.run_id
     assert _history(client, tiler, keys.EVAL_SPEEDUP) == [(0, 1.2), (2, 2.0)]
     assert _history(client, tiler, keys.EVAL_LATENCY_MS) == [(0, 0.25), (2, 0.5)]
+    assert _history(client, tiler, keys.EVAL_SOL_SCORE) == [(2, 0.75)]
     assert _history(client, fuser, keys.EVAL_PASSED) == [(1, 0.0), (3, 1.0)]
     assert _history(client, fuser, keys.EVAL_STATUS_CODE) == [
         (1, float(keys.STATUS_CODES["INCORRECT_NUMERICAL"])),
@@ -203,7 +218,7 @@ def test_campaign_on_local_sqlite_store(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     uri = sqlite_uri
-    tracker = MlflowTracker(uri, "demo")
+    tracker = MlflowTracker(uri, "demo", sol_score=SolScorer())
     attempts = _run_campaign(tracker, make_attempt, tmp_path)
     _check_campaign(MlflowClient(tracking_uri=uri), tracker, attempts, tmp_path, monkeypatch)
     # Artifacts go next to the database, not into the current directory.
@@ -221,7 +236,7 @@ def test_campaign_on_mlflow_server(
     make_attempt: MakeAttempt,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    tracker = MlflowTracker(mlflow_server, "demo")
+    tracker = MlflowTracker(mlflow_server, "demo", sol_score=SolScorer())
     attempts = _run_campaign(tracker, make_attempt, tmp_path)
     client = MlflowClient(tracking_uri=mlflow_server)
     _check_campaign(client, tracker, attempts, tmp_path, monkeypatch)
