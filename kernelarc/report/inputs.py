@@ -175,7 +175,6 @@ def load_experiment(tracking_uri: str, experiment: str) -> list[CampaignData]:
                 )
             )
             continue
-        scorer = SolScorer()
         attempts = tuple(run.attempts)
         overrides = run.tags.get(keys.OVERRIDES, "")
         out.append(
@@ -191,7 +190,7 @@ def load_experiment(tracking_uri: str, experiment: str) -> list[CampaignData]:
                 },
                 config=dict(run.params),
                 attempts=attempts,
-                sol_scores={a.index: scorer(a) for a in attempts},
+                sol_scores=dict(run.sol_scores),
                 mlflow_run_id=run.run_id,
                 tracking_uri=tracking_uri,
                 experiment=experiment,
