@@ -17,7 +17,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -208,6 +208,73 @@ class MlflowTracker:
                 )
             )
             self._open()
+
+    def resume_campaign(
+        self,
+        name: str,
+        params: Mapping[str, str],
+        tags: Mapping[str, str],
+        config_yaml: str,
+        attempts: Sequence[Attempt],
+    ) -> None:
+        """Continue a campaign in its run dir instead of starting one: reuse the campaign id and,
+        when they still exist in this store, the parent and agent runs the ledger names (marked
+        RUNNING again); replay `attempts` (its attempts.jsonl) so counts and best-so-far go on
+        from where they were. Replayed attempts are not logged again; whatever of them the store
+        lacks is uploaded by `kernelarc sync` (run at the end of a campaign). Without a usable
+        ledger this is `start_campaign`.
+
+        Raises:
+            RuntimeError: the tracker was already started.
+            ValueError: it has no run dir.
+        """
+        if self._ledger is None:
+            msg = "resume_campaign needs the tracker's run_dir (its ledger names the runs)"
+            raise ValueError(msg)
+        previous = self._ledger.campaign()
+        if previous is not None:
+            self._uid = previous.uid
+        view = self._ledger.view(self._uri)
+        with self._lock:
+            for attempt in sorted(attempts, key=lambda a: a.index):
+                self._progress.add(attempt)
+                self._strategies.setdefault(attempt.proposal.agent, attempt.proposal.strategy)
+        parent = view.parent_run_id
+        if parent is None or not self._reopen(parent, view.agent_runs):
+            self.start_campaign(name, params, tags, config_yaml)
+            return
+        with self._lock:
+            clean_tags = payload.clean_tags(tags)
+            self._start = _Start(name, payload.clean_params(params), clean_tags, config_yaml)
+            self._experiment_id, self._parent_run_id = view.experiment_id, parent
+            self._agent_runs = dict(view.agent_runs)
+
+    def _reopen(self, parent: str, agent_runs: Mapping[str, str]) -> bool:
+        """Mark the parent and agent runs RUNNING again; False if the parent run is gone.
+
+        A store that does not answer keeps the ledger's runs (sync checks them at the end):
+        making a second parent run for one campaign is worse than a late status.
+        """
+        with self._lock:
+            try:
+                run = self._mlflow.get_run(parent)
+            except MlflowException as exc:
+                if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
+                    return False
+                self._failed("look up the campaign run", exc)
+                self._incomplete = True
+                return True
+            except Exception as exc:  # the Tracker contract; see _try
+                self._failed("look up the campaign run", exc)
+                self._incomplete = True
+                return True
+            if run.info.lifecycle_stage != "active":
+                return False
+            for run_id in [parent, *agent_runs.values()]:
+                reopen = partial(self._mlflow.update_run, run_id, status="RUNNING")
+                if not self._ok(f"reopen run {run_id}", reopen):
+                    self._incomplete = True
+            return True
 
     def start_agent(self, agent: str, strategy: str) -> None:
         """Create the agent's child run under the campaign run (once per agent name)."""

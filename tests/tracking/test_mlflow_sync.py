@@ -1,5 +1,6 @@
 """MLflow outages and `kernelarc sync`: a real `mlflow server` killed mid-campaign and restarted,
-a lost ledger, a store that was never reached, and a run dir that never had tracking.
+a lost ledger, a store that was never reached, a run dir that never had tracking, and a
+campaign resumed in its run dir.
 
 The campaign side is the real MlflowTracker fed by a real AttemptLog, exactly as the loop calls
 them (append to attempts.jsonl first, then log_attempt); the attempts are hand-built. Everything
@@ -19,7 +20,7 @@ from mlflow.tracking import MlflowClient
 from kernelarc.campaign.run_record import CampaignRecord, write_campaign_record
 from kernelarc.schema import Attempt, EvalStatus, Verdict
 from kernelarc.tracking import keys
-from kernelarc.tracking.attempts_log import AttemptLog
+from kernelarc.tracking.attempts_log import AttemptLog, read_attempts
 from kernelarc.tracking.mlflow_sync import sync_run_dir
 from kernelarc.tracking.mlflow_tracker import MlflowTracker
 from kernelarc.tracking.sync_ledger import LEDGER_FILE
@@ -307,3 +308,39 @@ def test_run_dir_without_tracking_is_uploaded_from_its_files(
     again = sync_run_dir(run_dir, sqlite_uri)
     assert again.parent_run_id == report.parent_run_id
     assert not again.changed
+
+
+def test_resumed_campaign_continues_its_runs(
+    sqlite_uri: str, tmp_path: Path, make_attempt: MakeAttempt
+) -> None:
+    """A campaign killed after 3 attempts (no finish), then resumed from its run dir."""
+    run_dir = tmp_path / "run"
+    first = MlflowTracker(sqlite_uri, "resumed", run_dir=run_dir)
+    campaign = _Campaign(run_dir, first)
+    attempts = _attempts(make_attempt)
+    for attempt in attempts[:3]:
+        campaign.record_attempt(attempt)
+    parent_id = first.parent_run_id
+    assert parent_id is not None
+
+    second = MlflowTracker(sqlite_uri, "resumed", run_dir=run_dir)
+    second.resume_campaign(
+        "outage",
+        params={"seed": "0", "budget.candidates": "6"},
+        tags={keys.PROBLEM: "axpby_h1024", keys.RUN_DIR: str(run_dir)},
+        config_yaml=CONFIG_YAML,
+        attempts=read_attempts(run_dir / "attempts.jsonl"),
+    )
+    assert second.parent_run_id == parent_id
+    assert second.campaign_uid == first.campaign_uid
+    assert second.agent_run_ids == first.agent_run_ids
+    client = MlflowClient(tracking_uri=sqlite_uri)
+    assert client.get_run(parent_id).info.status == "RUNNING"
+    campaign.tracker = second
+    for attempt in attempts[3:]:
+        campaign.record_attempt(attempt)
+    campaign.end()
+
+    # Best-so-far went on from the replayed attempts (2.0 at steps 3 and 4), nothing twice.
+    _check_complete(client, parent_id, attempts)
+    assert not sync_run_dir(run_dir, sqlite_uri).changed
