@@ -3,21 +3,20 @@
 Place in the flow: `MlflowTracker` feeds each attempt to a `CampaignProgress` as it arrives and
 logs the payload; `kernelarc sync` replays attempts.jsonl through a fresh `CampaignProgress` and
 uploads the parts the store lacks. Both therefore log the same values for the same attempt.
-Tables are written as plain artifacts in MLflow's table format (`MlflowClient.load_table` reads
-them): `log_table` would append to an existing table, and a re-sync must not duplicate rows.
+The attempts and conclusions tables are in `mlflow_tables`.
 """
 
-import json
-import math
+import fcntl
+import hashlib
 import os
 import re
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 # Telemetry is read when mlflow is imported, so this must come first.
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
@@ -27,13 +26,7 @@ from mlflow.tracking import MlflowClient
 
 from kernelarc.schema import Attempt, EvalStatus, Verdict
 from kernelarc.tracking import keys
-from kernelarc.tracking.proposal_fields import (
-    conclusions_seen,
-    is_draft,
-    llm_usage,
-    proposal_model,
-    transcript_json,
-)
+from kernelarc.tracking.proposal_fields import llm_usage, transcript_json
 
 SolScore = Callable[[Attempt], float | None]
 """SOL score of a PASSED attempt (None when it cannot be computed)."""
@@ -240,106 +233,6 @@ def log_text(client: MlflowClient, run_id: str, artifact_file: str, text: str) -
         client.log_artifact(run_id, str(path))
 
 
-def attempts_table(
-    attempts: Sequence[Attempt],
-    sol_scores: Mapping[int, float | None],
-    agent_runs: Mapping[str, str],
-) -> dict[str, list[Any]]:
-    """One row per attempt, by index (columns: keys.ATTEMPTS_TABLE_COLUMNS)."""
-    rows = []
-    for a in sorted(attempts, key=lambda a: a.index):
-        usage = llm_usage(a.proposal)
-        run = agent_runs.get(a.proposal.agent)
-        link = keys.attempt_artifact_uri(run, a.index, a.proposal.id) if run else None
-        rows.append(
-            {
-                "index": a.index,
-                "problem": a.problem,
-                "agent": a.proposal.agent,
-                "strategy": a.proposal.strategy,
-                "model": proposal_model(a.proposal),
-                "proposal_id": a.proposal.id,
-                "parent_id": a.proposal.parent_id,
-                "status": str(a.status),
-                "verdict": str(a.verdict),
-                "confirmed": a.confirmed,
-                "speedup": a.speedup,
-                "latency_ms": a.latency_ms,
-                "sol_score": sol_scores.get(a.index),
-                "best_speedup_after": a.best_speedup_after,
-                "wall_s": a.wall_s,
-                "llm_calls": usage.calls,
-                "prompt_tokens": usage.prompt_tokens,
-                "completion_tokens": usage.completion_tokens,
-                "cost_usd": usage.cost_usd,
-                "draft": is_draft(a.proposal),
-                "conclusions_seen": " ".join(conclusions_seen(a.proposal)),
-                "rationale": a.proposal.rationale,
-                "artifacts": link,
-            }
-        )
-    return {col: [row[col] for row in rows] for col in keys.ATTEMPTS_TABLE_COLUMNS}
-
-
-def conclusions_table(
-    records: Sequence[Mapping[str, Any]],
-    attempts: Sequence[Attempt],
-    agent_runs: Mapping[str, str],
-) -> dict[str, list[Any]]:
-    """One row per conclusion (columns: keys.CONCLUSIONS_TABLE_COLUMNS).
-
-    `evidence` describes each measurement in words; `evidence_links` gives the artifact URI of
-    each evidence attempt, so a person goes from a claim to the code and traces behind it.
-    """
-    by_index = {a.index: a for a in attempts}
-    rows = []
-    for rec in records:
-        evidence = [e for e in rec.get("evidence") or [] if isinstance(e, Mapping)]
-        links = []
-        for item in evidence:
-            attempt = by_index.get(item.get("attempt_index", -1))
-            run = agent_runs.get(attempt.proposal.agent) if attempt else None
-            if attempt is not None and run is not None:
-                links.append(keys.attempt_artifact_uri(run, attempt.index, attempt.proposal.id))
-        raw_scope = rec.get("scope")
-        scope: Mapping[str, Any] = raw_scope if isinstance(raw_scope, Mapping) else {}
-        rows.append(
-            {
-                "id": rec.get("id"),
-                "agent": rec.get("agent"),
-                "strategy": rec.get("strategy"),
-                "claim": rec.get("claim"),
-                "problem": scope.get("problem"),
-                "confidence": rec.get("confidence"),
-                "published_at": rec.get("published_at"),
-                "retracted": bool(rec.get("retracted", False)),
-                "retraction_reason": rec.get("retraction_reason", ""),
-                "evidence": "; ".join(_describe_evidence(e) for e in evidence),
-                "evidence_links": " ".join(links),
-            }
-        )
-    return {col: [row[col] for row in rows] for col in keys.CONCLUSIONS_TABLE_COLUMNS}
-
-
-def upload_table(
-    client: MlflowClient, run_id: str, data: Mapping[str, list[Any]], artifact_file: str
-) -> None:
-    """Write a table artifact in MLflow's format, replacing any earlier version.
-
-    The run's `mlflow.loggedArtifacts` tag lists it as a table, as `log_table` does.
-    """
-    columns = list(data)
-    rows = [[_cell(v) for v in row] for row in zip(*(data[c] for c in columns), strict=True)]
-    text = json.dumps({"columns": columns, "data": rows}, default=str, allow_nan=False)
-    log_text(client, run_id, artifact_file, text)
-    run = client.get_run(run_id)
-    listed = json.loads(run.data.tags.get(keys.LOGGED_ARTIFACTS_TAG, "[]"))
-    entry = {"path": artifact_file, "type": "table"}
-    if entry not in listed:
-        listed.append(entry)
-        client.set_tag(run_id, keys.LOGGED_ARTIFACTS_TAG, json.dumps(listed))
-
-
 def clean_params(params: Mapping[str, str]) -> list[Param]:
     """MLflow-valid params: keys with invalid characters replaced, values cut to the limit.
 
@@ -371,13 +264,6 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _cell(value: Any) -> Any:
-    """A JSON-safe table cell: non-finite floats become null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 def _hardware(attempt: Attempt) -> str | None:
     for trace in attempt.traces:
         if trace.evaluation is not None and trace.evaluation.environment.hardware:
@@ -385,23 +271,39 @@ def _hardware(attempt: Attempt) -> str | None:
     return None
 
 
-def _describe_evidence(item: Mapping[str, Any]) -> str:
-    text = f"attempt {item.get('attempt_index')} ({item.get('proposal_id')})"
-    metric, value = item.get("metric", "speedup"), item.get("value")
-    if value is not None:
-        text += f": {metric} {value:.4g}" if isinstance(value, float) else f": {metric} {value}"
-    baseline = item.get("baseline")
-    if baseline is not None:
-        text += f" vs {baseline:.4g}" if isinstance(baseline, float) else f" vs {baseline}"
-    return text
-
-
 def default_artifact_location(tracking_uri: str) -> str | None:
     """`<db dir>/mlartifacts` for a local sqlite store, so artifacts do not land in the cwd."""
+    db = _sqlite_path(tracking_uri)
+    return (db.parent / "mlartifacts").as_uri() if db is not None else None
+
+
+@contextmanager
+def sqlite_store_lock(tracking_uri: str) -> Iterator[None]:
+    """Hold an inter-process lock on a local SQLite store (a no-op for other stores).
+
+    MLflow creates and migrates a SQLite store on first use; two processes doing so at once
+    (the jobs of a `hydra/launcher=joblib` sweep) break the migration and can leave the store
+    half-migrated. Whoever opens a store first holds this lock meanwhile.
+    """
+    db = _sqlite_path(tracking_uri)
+    if db is None:
+        yield
+        return
+    digest = hashlib.sha256(str(db).encode()).hexdigest()[:16]
+    lock = Path(tempfile.gettempdir()) / f"kernelarc-sqlite-{digest}.lock"
+    with lock.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _sqlite_path(tracking_uri: str) -> Path | None:
     prefix = "sqlite:///"
     if not tracking_uri.startswith(prefix):
         return None
     db = tracking_uri[len(prefix) :].split("?", 1)[0]
     if not db or db == ":memory:":
         return None
-    return (Path(db).resolve().parent / "mlartifacts").as_uri()
+    return Path(db).resolve()

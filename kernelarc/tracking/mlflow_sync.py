@@ -26,7 +26,7 @@ from mlflow.tracking import MlflowClient
 
 from kernelarc.errors import ConfigError, TrackingError
 from kernelarc.schema import Attempt
-from kernelarc.tracking import keys
+from kernelarc.tracking import keys, mlflow_tables
 from kernelarc.tracking import mlflow_payload as payload
 from kernelarc.tracking.attempts_log import ATTEMPTS_FILE, read_attempts
 from kernelarc.tracking.mlflow_payload import AttemptPayload, CampaignProgress, SolScore
@@ -198,7 +198,10 @@ class _Sync:
         if self._up_to_date():
             self.report.parent_run_id = self.view.parent_run_id or ""
             return self.report
-        with _backend(self.uri, "get or create the experiment"):
+        with (
+            _backend(self.uri, "get or create the experiment"),
+            payload.sqlite_store_lock(self.uri),
+        ):
             experiment_id = self._experiment()
         with _backend(self.uri, "find or create the campaign run"):
             parent = self._parent(experiment_id)
@@ -421,11 +424,11 @@ class _Sync:
         counts = (len(self.attempts), len(self.conclusions))
         if not (self.verify or self.report.changed or self.view.tables != counts):
             return
-        data = payload.attempts_table(self.attempts, progress.sol_scores, agents)
-        payload.upload_table(self.client, parent, data, keys.ATTEMPTS_TABLE)
+        data = mlflow_tables.attempts_table(self.attempts, progress.sol_scores, agents)
+        mlflow_tables.upload_table(self.client, parent, data, keys.ATTEMPTS_TABLE)
         if self.conclusions:
-            table = payload.conclusions_table(self.conclusions, self.attempts, agents)
-            payload.upload_table(self.client, parent, table, keys.CONCLUSIONS_TABLE)
+            table = mlflow_tables.conclusions_table(self.conclusions, self.attempts, agents)
+            mlflow_tables.upload_table(self.client, parent, table, keys.CONCLUSIONS_TABLE)
         self.report.tables = True
         self._note(
             MarkEntry(

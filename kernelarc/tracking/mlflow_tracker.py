@@ -15,7 +15,6 @@ the run dir's ledger, so `kernelarc sync` later uploads exactly what is missing.
 import logging
 import os
 import threading
-import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,8 +30,9 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from kernelarc.schema import Attempt
-from kernelarc.tracking import keys
+from kernelarc.tracking import keys, mlflow_tables
 from kernelarc.tracking import mlflow_payload as payload
+from kernelarc.tracking.call_breaker import CallBreaker
 from kernelarc.tracking.mlflow_payload import (
     MAX_PARAMS_PER_BATCH,
     MAX_TAG_VALUE,
@@ -106,8 +106,7 @@ class MlflowTracker:
         self._artifact_location = artifact_location or payload.default_artifact_location(
             tracking_uri
         )
-        self._max_consecutive_failures = max(1, max_consecutive_failures)
-        self._retry_after_s = max(0.0, retry_after_s)
+        self._breaker = CallBreaker(tracking_uri, max_consecutive_failures, retry_after_s)
         self._run_dir = Path(run_dir) if run_dir is not None else None
         self._ledger = SyncLedger(self._run_dir / LEDGER_FILE) if self._run_dir else None
         self._client: MlflowClient | None = None
@@ -120,11 +119,7 @@ class MlflowTracker:
         self._strategies: dict[str, str] = {}
         self._model_tagged: set[str] = set()
         self._progress = CampaignProgress(sol_score)
-        self._failed_calls = 0
         self._incomplete = False
-        self._failures_in_a_row = 0
-        self._disabled = False
-        self._retry_at = 0.0
         self._finished = False
 
     # --- what the CLI and tests read ------------------------------------------------------------
@@ -163,7 +158,7 @@ class MlflowTracker:
     @property
     def degraded(self) -> bool:
         """True once any MLflow call failed (`kernelarc sync` uploads what is missing)."""
-        return self._failed_calls > 0
+        return self._breaker.failed_calls > 0
 
     def ui_hint(self) -> str | None:
         """Where to look: the run's URL for a server, an `mlflow ui` command for a local store."""
@@ -261,11 +256,11 @@ class MlflowTracker:
             except MlflowException as exc:
                 if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
                     return False
-                self._failed("look up the campaign run", exc)
+                self._breaker.record_failure("look up the campaign run", exc)
                 self._incomplete = True
                 return True
             except Exception as exc:  # the Tracker contract; see _try
-                self._failed("look up the campaign run", exc)
+                self._breaker.record_failure("look up the campaign run", exc)
                 self._incomplete = True
                 return True
             if run.info.lifecycle_stage != "active":
@@ -359,66 +354,16 @@ class MlflowTracker:
         return self._client
 
     def _available(self) -> bool:
-        """False while the tracker waits out `retry_after_s` after too many failures."""
-        return not self._disabled or time.monotonic() >= self._retry_at
+        """False while calls pause after too many failures (see CallBreaker)."""
+        return self._breaker.available()
 
     def _call(self, what: str, action: Callable[[], T], force: bool = False) -> T | None:
         """Run one MLflow call and return its result; None if it failed or was skipped."""
-        return self._try(what, action, force)[1]
+        return self._breaker.run(what, action, force)[1]
 
     def _ok(self, what: str, action: Callable[[], object], force: bool = False) -> bool:
         """Run one MLflow call; True if it succeeded."""
-        return self._try(what, action, force)[0]
-
-    def _try(self, what: str, action: Callable[[], T], force: bool) -> tuple[bool, T | None]:
-        """Run one MLflow call; on a backend error log it, count it and return (False, None).
-
-        While not contacting MLflow (too many failures in a row, less than `retry_after_s` ago)
-        calls are skipped unless `force` is set; the first call after that is a probe.
-        """
-        if not force and not self._available():
-            return False, None
-        try:
-            result = action()
-        except Exception as exc:
-            # The Tracker contract: a backend failure never reaches the campaign. Backends fail
-            # with more than MlflowException and OSError (e.g. alembic's CommandError when two
-            # processes of a joblib sweep create one SQLite store at once), so all are caught,
-            # logged and counted here; attempts.jsonl and `kernelarc sync` cover the gap.
-            self._failed(what, exc)
-            return False, None
-        if self._disabled:
-            logger.warning(
-                "MLflow at %s answers again; logging resumes (kernelarc sync uploads the gap)",
-                self._uri,
-            )
-        self._disabled = False
-        self._failures_in_a_row = 0
-        return True, result
-
-    def _failed(self, what: str, exc: Exception) -> None:
-        self._failed_calls += 1
-        self._failures_in_a_row += 1
-        log = logger.warning if not self._disabled else logger.debug
-        log(
-            "MLflow: could not %s at %s (%s: %s); tracking is degraded, attempts.jsonl stays "
-            "the source of truth",
-            what,
-            self._uri,
-            type(exc).__name__,
-            cut(str(exc), 500),
-        )
-        if self._failures_in_a_row >= self._max_consecutive_failures:
-            if not self._disabled:
-                logger.warning(
-                    "MLflow: %d failures in a row; not contacting %s for %.0f s (then retrying); "
-                    "`kernelarc sync RUN_DIR` uploads what is missing",
-                    self._failures_in_a_row,
-                    self._uri,
-                    self._retry_after_s,
-                )
-            self._disabled = True
-            self._retry_at = time.monotonic() + self._retry_after_s
+        return self._breaker.run(what, action, force)[0]
 
     def _logged(self, what: str, action: Callable[[], object], index: int, part: Part) -> None:
         """A `_call` for one part of an attempt; on success the ledger records it."""
@@ -471,6 +416,10 @@ class MlflowTracker:
         return True
 
     def _ensure_experiment(self) -> str:
+        with payload.sqlite_store_lock(self._uri):
+            return self._get_or_create_experiment()
+
+    def _get_or_create_experiment(self) -> str:
         experiment = self._mlflow.get_experiment_by_name(self._experiment_name)
         if experiment is None:
             try:
@@ -531,15 +480,15 @@ class MlflowTracker:
     def _log_tables(self, parent: str) -> None:
         progress = self._progress
         conclusions = read_conclusions(self._run_dir) if self._run_dir else []
-        attempts_table = payload.attempts_table(
+        attempts_table = mlflow_tables.attempts_table(
             progress.attempts, progress.sol_scores, self._agent_runs
         )
         tables = [(keys.ATTEMPTS_TABLE, attempts_table)]
         if conclusions:
-            data = payload.conclusions_table(conclusions, progress.attempts, self._agent_runs)
+            data = mlflow_tables.conclusions_table(conclusions, progress.attempts, self._agent_runs)
             tables.append((keys.CONCLUSIONS_TABLE, data))
         for artifact, data in tables:
-            upload = partial(payload.upload_table, self._mlflow, parent, data, artifact)
+            upload = partial(mlflow_tables.upload_table, self._mlflow, parent, data, artifact)
             if not self._ok(f"log {artifact}", upload):
                 self._incomplete = True
                 return
