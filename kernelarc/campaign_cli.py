@@ -22,7 +22,7 @@ from kernelarc.errors import KernelarcError
 from kernelarc.report.sol_score import SolScorer
 from kernelarc.schema import Attempt
 from kernelarc.tracking import make_tracker
-from kernelarc.tracking.run_metadata import campaign_tags, flatten_config
+from kernelarc.tracking.run_metadata import campaign_tags, flatten_config, run_name
 
 logger = logging.getLogger(__name__)
 
@@ -94,15 +94,16 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
         }
     tracker = make_tracker(cfg.tracking.kind, **options)
     hydra_cfg = HydraConfig.get()
+    overrides = list(hydra_cfg.overrides.task)
     tracker.start_campaign(
-        name=cfg.name,
+        name=run_name(cfg.name, overrides),
         params=flatten_config(config),
         tags=campaign_tags(
             config,
             run_dir,
             device=resolve_device(cfg.device),
             choices=dict(hydra_cfg.runtime.choices),
-            overrides=list(hydra_cfg.overrides.task),
+            overrides=overrides,
         ),
         config_yaml=config_yaml,
     )

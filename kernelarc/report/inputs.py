@@ -156,6 +156,15 @@ def load_experiment(tracking_uri: str, experiment: str) -> list[CampaignData]:
     # Imported here: mlflow costs a second and reports of run dirs do not need it.
     from kernelarc.tracking.mlflow_reader import read_experiment
 
+    if tracking_uri.startswith("sqlite:///"):
+        db = Path(tracking_uri.removeprefix("sqlite:///").split("?", 1)[0])
+        if not db.is_file():
+            msg = (
+                f"{experiment!r} is not a directory, and there is no MLflow store at {db} to "
+                "look it up in; pass run dirs, or --tracking-uri of the store"
+            )
+            raise ConfigError(msg)
+
     try:
         runs = read_experiment(tracking_uri, experiment)
     except ConfigError as exc:

@@ -51,6 +51,20 @@ def flatten_config(node: Any, prefix: str = "") -> dict[str, str]:
     return out
 
 
+def run_name(name: str, overrides: Sequence[str]) -> str:
+    """The parent run's name: the campaign name and its top-level overrides (config group
+    choices and keys like `seed=1`, `problem=softmax`), so the runs of a sweep tell themselves
+    apart in the MLflow UI: `abl guard=off problem=softmax seed=1`."""
+    shown = [
+        o
+        for o in overrides
+        if "=" in o
+        and "." not in o.split("=", 1)[0]
+        and not o.lstrip("+~").startswith(("name=", "device=", "tracking"))
+    ]
+    return " ".join([name, *shown])[:250]
+
+
 def campaign_tags(
     config: Mapping[str, Any],
     run_dir: Path,
