@@ -27,14 +27,15 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-COLUMNS = (
-    "metrics.`campaign/final_best_speedup`",
-    "metrics.`campaign/final_best_sol_score`",
-    "metrics.`campaign/final_passed`",
-    "tags.`kernelarc.seed`",
-    "tags.`kernelarc.best_agent`",
-    "tags.`kernelarc.hardware`",
-)
+COLUMNS = {
+    "metrics.`campaign/final_best_speedup`": 215,
+    "metrics.`campaign/final_best_sol_score`": 215,
+    "metrics.`campaign/final_passed`": 165,
+    "tags.`kernelarc.seed`": 110,
+    "tags.`kernelarc.best_agent`": 150,
+    "tags.`kernelarc.hardware`": 130,
+}
+"""Columns shown, with their widths in pixels."""
 SETUP_PATH = "/kernelarc-setup"
 
 
@@ -114,8 +115,9 @@ def _view_state(group_by: str) -> dict[str, object]:
         "datasetsFilter": [],
         "modelVersionFilter": "All Runs",
         "selectedColumns": list(COLUMNS),
-        "columnOrder": [],
-        "columnWidths": dict.fromkeys(COLUMNS, 190),
+        # Widths apply only to the columns named in columnOrder (ag-grid column state).
+        "columnOrder": list(COLUMNS),
+        "columnWidths": COLUMNS,
         "runsExpanded": {},
         "runsPinned": [],
         "runsHidden": [],

@@ -120,6 +120,10 @@ TRACKING_DEGRADED = "kernelarc.tracking_degraded"
 """`true` on the parent run when some logging calls failed (the run is incomplete)."""
 PARENT_RUN_ID = "mlflow.parentRunId"
 """MLflow's own tag that nests a child run under its parent in the UI."""
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+"""MLflow's experiment tag that picks the UI: KernelArc experiments open on the runs table."""
+EXPERIMENT_KIND = "custom_model_development"
+"""Value of EXPERIMENT_KIND_TAG (MLflow's "model training" experiments, not GenAI ones)."""
 
 # --- artifacts ---------------------------------------------------------------------------------
 CONFIG_YAML = "config.yaml"

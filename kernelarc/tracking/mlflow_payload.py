@@ -22,6 +22,7 @@ from pathlib import Path
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
 from mlflow.entities import Metric, Param, RunTag
+from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from kernelarc.schema import Attempt, EvalStatus, Verdict
@@ -223,6 +224,28 @@ def upload_attempt_artifacts(client: MlflowClient, run_id: str, attempt: Attempt
         record = Path(tmp) / keys.ATTEMPT_JSON
         record.write_text(attempt.model_dump_json(indent=2), encoding="utf-8")
         client.log_artifact(run_id, str(record), artifact_path=folder)
+
+
+def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | None) -> str:
+    """The id of experiment `name`, created (or restored) if needed, marked as a runs-table
+    experiment for the UI (keys.EXPERIMENT_KIND_TAG)."""
+    experiment = client.get_experiment_by_name(name)
+    if experiment is None:
+        tags = {keys.EXPERIMENT_KIND_TAG: keys.EXPERIMENT_KIND}
+        try:
+            created = client.create_experiment(name, artifact_location=artifact_location, tags=tags)
+            return str(created)
+        except MlflowException:
+            # Another process may have created it in between; fall through to re-read.
+            experiment = client.get_experiment_by_name(name)
+            if experiment is None:
+                raise
+    experiment_id = str(experiment.experiment_id)
+    if experiment.lifecycle_stage == "deleted":
+        client.restore_experiment(experiment_id)
+    if keys.EXPERIMENT_KIND_TAG not in experiment.tags:
+        client.set_experiment_tag(experiment_id, keys.EXPERIMENT_KIND_TAG, keys.EXPERIMENT_KIND)
+    return experiment_id
 
 
 def log_text(client: MlflowClient, run_id: str, artifact_file: str, text: str) -> None:

@@ -15,7 +15,13 @@ from mlflow.tracking import MlflowClient
 
 from kernelarc.errors import TrackingError
 from kernelarc.tracking import keys
-from kernelarc.tracking.mlflow_payload import MAX_TAG_VALUE, clean_tags, cut
+from kernelarc.tracking.mlflow_payload import (
+    MAX_TAG_VALUE,
+    clean_tags,
+    cut,
+    default_artifact_location,
+    ensure_experiment,
+)
 from kernelarc.tracking.mlflow_tracker import BACKEND_ERRORS
 
 REPORT_RUNS_TAG = "kernelarc.report_runs"
@@ -37,10 +43,8 @@ def log_report_run(
     """
     client = MlflowClient(tracking_uri=tracking_uri)
     try:
-        found = client.get_experiment_by_name(experiment)
-        experiment_id = (
-            found.experiment_id if found is not None else client.create_experiment(experiment)
-        )
+        location = default_artifact_location(tracking_uri)
+        experiment_id = ensure_experiment(client, experiment, location)
         run_tags = {
             **clean_tags(tags or {}),
             keys.KIND: keys.KIND_REPORT,

@@ -248,14 +248,8 @@ class _Sync:
     # --- runs -------------------------------------------------------------------------------
 
     def _experiment(self) -> str:
-        name = self.report.experiment
-        experiment = self.client.get_experiment_by_name(name)
-        if experiment is None:
-            location = payload.default_artifact_location(self.uri)
-            return self.client.create_experiment(name, artifact_location=location)
-        if experiment.lifecycle_stage == "deleted":
-            self.client.restore_experiment(experiment.experiment_id)
-        return str(experiment.experiment_id)
+        location = payload.default_artifact_location(self.uri)
+        return payload.ensure_experiment(self.client, self.report.experiment, location)
 
     def _parent(self, experiment_id: str) -> str:
         known = self.view.parent_run_id

@@ -417,23 +417,9 @@ class MlflowTracker:
 
     def _ensure_experiment(self) -> str:
         with payload.sqlite_store_lock(self._uri):
-            return self._get_or_create_experiment()
-
-    def _get_or_create_experiment(self) -> str:
-        experiment = self._mlflow.get_experiment_by_name(self._experiment_name)
-        if experiment is None:
-            try:
-                return self._mlflow.create_experiment(
-                    self._experiment_name, artifact_location=self._artifact_location
-                )
-            except MlflowException:
-                # Another process may have created it in between; fall through to re-read.
-                experiment = self._mlflow.get_experiment_by_name(self._experiment_name)
-                if experiment is None:
-                    raise
-        if experiment.lifecycle_stage == "deleted":
-            self._mlflow.restore_experiment(experiment.experiment_id)
-        return experiment.experiment_id
+            return payload.ensure_experiment(
+                self._mlflow, self._experiment_name, self._artifact_location
+            )
 
     def _agent_run(self, agent: str, strategy: str) -> str | None:
         self._strategies.setdefault(agent, strategy)

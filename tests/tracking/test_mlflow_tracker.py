@@ -93,6 +93,8 @@ def _check_campaign(
     experiment = client.get_experiment_by_name(tracker.experiment_name)
     assert experiment is not None
     assert experiment.experiment_id == tracker.experiment_id
+    # The MLflow UI opens it on the runs table, not on the GenAI overview.
+    assert experiment.tags[keys.EXPERIMENT_KIND_TAG] == keys.EXPERIMENT_KIND
 
     parent = client.get_run(parent_id)
     assert parent.info.run_name == "demo-2026-12-02"
