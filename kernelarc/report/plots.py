@@ -29,12 +29,12 @@ def plot_best_so_far(arms: Sequence[ArmStats], path: Path) -> Path:
     for ax, problem in zip(axes, problems, strict=False):
         for arm in (a for a in arms if a.problem == problem):
             x = range(1, len(arm.curve) + 1)
-            (line,) = ax.plot(x, arm.curve, drawstyle="steps-post", label=_legend(arm))
+            (line,) = ax.plot(x, arm.curve, drawstyle="steps-pre", label=_legend(arm))
             ax.fill_between(
                 x,
                 arm.curve_low,
                 arm.curve_high,
-                step="post",
+                step="pre",
                 alpha=0.15,
                 color=line.get_color(),
             )
