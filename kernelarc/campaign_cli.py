@@ -2,8 +2,8 @@
 
 import importlib.util
 import logging
-import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +16,15 @@ from rich.live import Live
 from rich.table import Table
 
 from kernelarc.campaign import CampaignState, CampaignSummary, run_campaign
+from kernelarc.campaign.device import resolve_device
 from kernelarc.campaign.team_stats import team_stats
+from kernelarc.cli import limit_mlflow_retries
 from kernelarc.config import CampaignConfig
 from kernelarc.errors import KernelarcError
+from kernelarc.report.sol_score import SolScorer
 from kernelarc.schema import Attempt
 from kernelarc.tracking import keys, make_tracker
+from kernelarc.tracking.run_metadata import campaign_tags, flatten_config, run_name
 
 logger = logging.getLogger(__name__)
 
@@ -28,15 +32,17 @@ ConfigStore.instance().store(name="campaign_schema", node=CampaignConfig)
 
 
 def _config_path() -> str:
-    """The conf/ of the checkout this kernelarc was imported from, else `pkg://kernelarc.conf`.
+    """The conf/ beside this kernelarc package (a checkout), else `pkg://kernelarc.conf`.
 
-    The checkout comes first so that a checkout on PYTHONPATH uses its own configs even when
-    another checkout is installed editable in the same environment.
+    The checkout's conf/ comes first so that code and configs always come from the same tree:
+    an editable install of another checkout maps `kernelarc.conf` to that checkout's conf/.
     """
     checkout = Path(__file__).resolve().parents[1] / "conf"
-    if (checkout / "campaign.yaml").is_file() or importlib.util.find_spec("kernelarc.conf") is None:
+    if (checkout / "campaign.yaml").is_file():
         return str(checkout)
-    return "pkg://kernelarc.conf"
+    if importlib.util.find_spec("kernelarc.conf") is not None:
+        return "pkg://kernelarc.conf"
+    return str(checkout)
 
 
 def run_hydra_campaign(args: list[str]) -> int:
@@ -73,22 +79,39 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
     run_dir.mkdir(parents=True, exist_ok=True)
     config_yaml = OmegaConf.to_yaml(dict_cfg, resolve=True)
     (run_dir / "config.yaml").write_text(config_yaml, encoding="utf-8")
+    container = OmegaConf.to_container(dict_cfg, resolve=True)
+    assert isinstance(container, dict)
+    config: dict[str, Any] = {str(k): v for k, v in container.items()}
     uri = cfg.tracking.uri or default_tracking_uri()
+    experiment = cfg.tracking.experiment or cfg.name
     # A dead tracking server must cost seconds, not minutes of retries (attempts.jsonl has all).
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
+    limit_mlflow_retries()
     options: dict[str, Any] = {}
     if cfg.tracking.kind == "mlflow":
-        options = {"tracking_uri": uri, "experiment": cfg.tracking.experiment or cfg.name}
+        options = {
+            "tracking_uri": uri,
+            "experiment": experiment,
+            "run_dir": run_dir,
+            "sol_score": SolScorer.for_run_dir(run_dir),
+        }
     tracker = make_tracker(cfg.tracking.kind, **options)
+    hydra_cfg = HydraConfig.get()
+    overrides = list(hydra_cfg.overrides.task)
     tracker.start_campaign(
-        name=cfg.name,
-        params=_flatten(OmegaConf.to_container(dict_cfg, resolve=True)),
-        tags={"kernelarc.problem": cfg.problem, "kernelarc.run_dir": str(run_dir.resolve())},
+        name=run_name(cfg.name, overrides),
+        params=flatten_config(config),
+        tags=campaign_tags(
+            config,
+            run_dir,
+            device=resolve_device(cfg.device),
+            choices=dict(hydra_cfg.runtime.choices),
+            overrides=overrides,
+        ),
         config_yaml=config_yaml,
     )
     console = Console(stderr=True)
     status, summary_metrics = "FAILED", {}
+    started = time.monotonic()
     try:
         with Live(_view(cfg, None), console=console, refresh_per_second=2) as live:
 
@@ -98,11 +121,9 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
             summary = run_campaign(cfg, run_dir, tracker, on_attempt)
         status = summary.status
         summary_metrics = {
-            "campaign/attempts": float(summary.attempts),
-            "campaign/passed": float(summary.passed),
+            "campaign/wall_s": round(time.monotonic() - started, 3),
+            "campaign/guard_evaluations": float(summary.guard_evaluations),
         }
-        if summary.best is not None and summary.best.speedup is not None:
-            summary_metrics["campaign/final_best_speedup"] = summary.best.speedup
         if summary.throughput is not None:
             numbers = summary.throughput.numbers().items()
             summary_metrics.update({keys.THROUGHPUT_PREFIX + k: v for k, v in numbers})
@@ -111,8 +132,31 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
         raise
     finally:
         tracker.finish(status, summary_metrics)
+    if cfg.tracking.kind == "mlflow":
+        _sync_at_end(console, run_dir, uri, experiment)
     _print_summary(console, cfg, summary, tracker.ui_hint())
     return summary.best.speedup if summary.best else None
+
+
+def _sync_at_end(console: Console, run_dir: Path, uri: str, experiment: str) -> None:
+    """Upload what the tracker could not (an outage); a no-op when nothing is missing."""
+    from kernelarc.tracking.mlflow_sync import sync_run_dir
+
+    try:
+        report = sync_run_dir(
+            run_dir, uri, experiment=experiment, sol_score=SolScorer.for_run_dir(run_dir)
+        )
+    except KernelarcError as exc:
+        logger.warning("MLflow sync at the end failed: %s", exc)
+        console.print(
+            f"[yellow]MLflow is missing part of this campaign[/] ({exc}); attempts.jsonl has "
+            f"everything: run `kernelarc sync {run_dir}` once {uri} answers.",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return
+    if report.changed:
+        console.print(f"MLflow sync: {report.describe()}", highlight=False, soft_wrap=True)
 
 
 def _view(cfg: CampaignConfig, state: CampaignState | None) -> Table:
@@ -187,14 +231,3 @@ def _print_summary(
     console.print(f"Export:    kernelarc export {summary.run_dir} --out exports/")
     if ui_hint:
         console.print(f"MLflow UI: {ui_hint}  (experiment {cfg.tracking.experiment or cfg.name!r})")
-
-
-def _flatten(node: Any, prefix: str = "") -> dict[str, str]:
-    """Flatten a config container into dotted keys (MLflow params)."""
-    out: dict[str, str] = {}
-    if isinstance(node, dict):
-        for key, value in node.items():
-            out.update(_flatten(value, f"{prefix}{key}."))
-    else:
-        out[prefix.rstrip(".")] = str(node)
-    return out

@@ -29,7 +29,45 @@ examples:
   kernelarc campaign -m seed=0,1 problem=rmsnorm,softmax
   kernelarc eval path/to/problem --solution solution.json --json -o traces.jsonl
   kernelarc export outputs/kernelarc/2026-12-02_10-00-00 --out exports/
+  kernelarc sync outputs/kernelarc/2026-12-02_10-00-00
+  kernelarc report multirun/kernelarc/2026-12-02_10-00-00 --out reports/ablation
 run `kernelarc campaign --help` for every campaign setting.
+"""
+
+_EPILOG_REPORT = """\
+Compares the arms of an ablation: campaigns that differ in swept settings (the Hydra overrides
+that differ between them, minus the seed and the problem; or --arm-by). Per problem and arm, at
+a fixed budget (the first N attempts of every campaign): mean and confidence interval of the
+final best speedup and SOL score, candidates needed to reach a target speedup, and credit per
+agent and strategy (the speedup each added to the incumbent). Writes OUT/report.html (one
+self-contained page), report.json, arms.csv, runs.csv and PNG plots, and logs them to MLflow as
+a run of the campaigns' experiment (kernelarc.kind = report). See docs/mlflow.md.
+
+TARGET: a run dir, a folder of run dirs (a multirun sweep dir), or an MLflow experiment name
+(read from --tracking-uri, else $MLFLOW_TRACKING_URI, else sqlite:///$PWD/mlflow.db).
+
+examples:
+  kernelarc report multirun/kernelarc/2026-12-02_10-00-00
+  kernelarc report kernelarc --tracking-uri http://127.0.0.1:5000 --budget 20 --target 1.5
+  kernelarc report outputs/a/*/ outputs/b/*/ --arm-by name --out reports/a-vs-b --no-mlflow
+"""
+
+_EPILOG_SYNC = """\
+Uploads to MLflow what the store lacks of each campaign: the parent and agent runs, every
+attempt's metrics and artifacts, the best-so-far metrics, the attempts and conclusions tables,
+and (for an ended campaign) the final metrics and run status. attempts.jsonl is the source of
+truth; RUN_DIR/mlflow_ledger.jsonl records what already arrived, and anything it does not list is
+looked up on the server first, so syncing twice never duplicates anything. A campaign syncs
+itself when it ends; run this after an outage, or to upload a tracking=none campaign. Do not run
+it on a campaign that is still running. Exit status 0 iff every run dir was synced.
+
+The store: --tracking-uri, else the one the campaign logged to (its ledger), else
+$MLFLOW_TRACKING_URI, else sqlite:///$PWD/mlflow.db.
+
+examples:
+  kernelarc sync outputs/kernelarc/2026-12-02_10-00-00
+  kernelarc sync multirun/kernelarc/2026-12-02_10-00-00/*/ --tracking-uri http://mlflow:5000
+  kernelarc sync outputs/kernelarc/2026-12-02_10-00-00 --verify
 """
 
 _EPILOG_EVAL = """\
@@ -88,6 +126,10 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_replay(ns)
         if ns.command == "export":
             return _cmd_export(ns)
+        if ns.command == "sync":
+            return _cmd_sync(ns)
+        if ns.command == "report":
+            return _cmd_report(ns)
     except KernelarcError as exc:
         Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         return 2
@@ -104,7 +146,7 @@ def _build_parser() -> argparse.ArgumentParser:
         formatter_class=fmt,
     )
     parser.add_argument("--version", action="version", version=f"kernelarc {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{campaign,eval,export,replay}")
+    sub = parser.add_subparsers(dest="command", metavar="{campaign,eval,export,replay,sync,report}")
     sub.add_parser("campaign", help="run a campaign (Hydra overrides follow; see its --help)")
     rp = sub.add_parser(
         "replay",
@@ -113,6 +155,42 @@ def _build_parser() -> argparse.ArgumentParser:
         formatter_class=fmt,
     )
     rp.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a campaign's run dir")
+    rep = sub.add_parser(
+        "report",
+        help="ablation report: per-arm statistics, credit and plots, logged to MLflow",
+        epilog=_EPILOG_REPORT,
+        formatter_class=fmt,
+    )
+    rep.add_argument("targets", nargs="+", metavar="TARGET", help="run dirs or experiments")
+    rep.add_argument("--out", type=Path, help="output folder (default: reports/<time>)")
+    rep.add_argument("--tracking-uri", help="MLflow store of experiments and of the report run")
+    rep.add_argument("--experiment", help="log the report to this experiment")
+    rep.add_argument("--budget", type=int, help="attempts per campaign that count")
+    rep.add_argument("--target", type=float, help="speedup target (default: 0.9 x the best)")
+    rep.add_argument(
+        "--arm-by",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="a setting that defines the arms (repeatable; default: what the sweep varied)",
+    )
+    rep.add_argument("--confidence", type=float, default=0.95, help="interval level")
+    rep.add_argument("--ci", choices=["t", "bootstrap"], default="t", help="interval method")
+    rep.add_argument("--no-mlflow", action="store_true", help="do not log the report to MLflow")
+    sy = sub.add_parser(
+        "sync",
+        help="upload to MLflow what it lacks of campaigns (after an outage)",
+        epilog=_EPILOG_SYNC,
+        formatter_class=fmt,
+    )
+    sy.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="campaign run dirs")
+    sy.add_argument("--tracking-uri", help="the MLflow store (default: the campaign's)")
+    sy.add_argument("--experiment", help="experiment name (default: the campaign's)")
+    sy.add_argument(
+        "--verify",
+        action="store_true",
+        help="check every attempt on the server, not only those the ledger lacks",
+    )
     ev = sub.add_parser(
         "eval",
         help="evaluate one solution on one problem",
@@ -297,6 +375,111 @@ def _cmd_export(ns: argparse.Namespace) -> int:
         status = 0 if all(c.agree for c in checks) else 1
     print(json.dumps(report, indent=2))  # noqa: T201
     return status
+
+
+def _cmd_sync(ns: argparse.Namespace) -> int:
+    from kernelarc.report.sol_score import SolScorer
+    from kernelarc.tracking.mlflow_sync import ledger_uri, sync_run_dir
+
+    limit_mlflow_retries()
+    console = Console()
+    status = 0
+    for run_dir in ns.run_dirs:
+        uri = ns.tracking_uri or ledger_uri(run_dir) or _env_or_local_mlflow_uri()
+        try:
+            report = sync_run_dir(
+                run_dir,
+                uri,
+                experiment=ns.experiment,
+                sol_score=SolScorer.for_run_dir(run_dir),
+                verify=ns.verify,
+            )
+        except KernelarcError as exc:
+            console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            status = 1
+            continue
+        console.print(report.describe(), highlight=False, soft_wrap=True)
+    return status
+
+
+def _cmd_report(ns: argparse.Namespace) -> int:
+    from kernelarc.report.build import ReportOptions, build_report
+    from kernelarc.report.html_page import format_interval
+    from kernelarc.report.inputs import load_campaigns
+
+    options = ReportOptions(
+        budget=ns.budget,
+        target=ns.target,
+        arm_by=tuple(ns.arm_by),
+        confidence=ns.confidence,
+        ci=ns.ci,
+    )
+    limit_mlflow_retries()
+    uri = ns.tracking_uri or _env_or_local_mlflow_uri()
+    campaigns = load_campaigns(ns.targets, uri)
+    out = ns.out or Path("reports") / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    report = build_report(campaigns, out, options)
+    console = Console()
+    table = Table(title=f"kernelarc report: {len(campaigns)} campaigns, budget {report.budget}")
+    for col in ("problem", "arm", "runs", "final best speedup", "final SOL", "to target"):
+        table.add_column(col)
+    for arm in report.arms:
+        table.add_row(
+            arm.problem,
+            arm.arm,
+            str(len(arm.runs)),
+            format_interval(arm.final_best),
+            format_interval(arm.final_sol),
+            f"{format_interval(arm.to_target)} ({arm.reached}/{len(arm.runs)})",
+        )
+    console.print(table)
+    for note in report.notes:
+        console.print(f"note: {note}", highlight=False)
+    console.print(f"Report: {report.html.resolve()}", highlight=False, soft_wrap=True)
+    if ns.no_mlflow:
+        return 0
+    return _log_report(ns, campaigns, report.out_dir, console)
+
+
+def _log_report(ns: argparse.Namespace, campaigns: list[Any], out: Path, console: Console) -> int:
+    from kernelarc.tracking.mlflow_report_run import log_report_run
+
+    known = next((c for c in campaigns if c.tracking_uri and c.experiment), None)
+    if ns.experiment:
+        uri = ns.tracking_uri or (known.tracking_uri if known else _env_or_local_mlflow_uri())
+        experiment = ns.experiment
+    elif known is not None:
+        uri, experiment = known.tracking_uri, known.experiment
+    else:
+        console.print(
+            "not logged to MLflow: no campaign was found in a store; pass --experiment "
+            "(and --tracking-uri) to log it, or --no-mlflow",
+            highlight=False,
+        )
+        return 0
+    run_ids = [c.mlflow_run_id for c in campaigns if c.mlflow_run_id]
+    try:
+        run_id = log_report_run(uri, experiment, out, f"report-{out.name}", run_ids)
+    except KernelarcError as exc:
+        console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        return 1
+    console.print(
+        f"MLflow: run {run_id} in experiment {experiment!r} at {uri} (artifacts: report/)",
+        highlight=False,
+        soft_wrap=True,
+    )
+    return 0
+
+
+def _env_or_local_mlflow_uri() -> str:
+    """$MLFLOW_TRACKING_URI, else the campaign's default store: sqlite in the current dir."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or _local_mlflow_uri()
+
+
+def limit_mlflow_retries() -> None:
+    """A dead tracking server must cost seconds, not minutes of retries (unless set already)."""
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
 
 
 def _check_timestamp(value: str) -> None:

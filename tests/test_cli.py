@@ -25,6 +25,8 @@ def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
         (["eval", "--help"], "Exit status 0 iff every workload PASSED"),
         (["export", "--help"], "solution.json"),
         (["campaign", "--help"], "Built-in problems"),
+        (["sync", "--help"], "never duplicates anything"),
+        (["report", "--help"], "report.html"),
     ],
 )
 def test_help_has_examples(tmp_path: Path, args: list[str], expected: str) -> None:

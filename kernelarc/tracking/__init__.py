@@ -2,7 +2,8 @@
 
 The loop appends every Attempt to attempts.jsonl (`tracking.attempts_log`, the source of truth)
 and then calls a Tracker: `MlflowTracker` (parent run = campaign, child run per agent) or
-`NullTracker` (tracking off). Tracker methods never raise for backend failures; they degrade.
+`NullTracker` (tracking off). Tracker methods never raise for backend failures; they degrade,
+and `kernelarc sync` (`tracking.mlflow_sync`) later uploads what is missing from the run dir.
 """
 
 from collections.abc import Mapping
@@ -51,7 +52,15 @@ class Tracker(Protocol):
 
 TRACKER_KINDS = ("mlflow", "none")
 """Valid `kind` values of make_tracker (the `tracking` config group's option names)."""
-_MLFLOW_OPTIONS = ("tracking_uri", "experiment", "artifact_location", "max_consecutive_failures")
+_MLFLOW_OPTIONS = (
+    "tracking_uri",
+    "experiment",
+    "artifact_location",
+    "max_consecutive_failures",
+    "retry_after_s",
+    "run_dir",
+    "sol_score",
+)
 
 
 def make_tracker(kind: str, **options: Any) -> Tracker:
@@ -60,7 +69,8 @@ def make_tracker(kind: str, **options: Any) -> Tracker:
     Args:
         kind: `mlflow` or `none`.
         **options: for `mlflow`, the MlflowTracker arguments (`tracking_uri`, `experiment`,
-            optionally `artifact_location`, `max_consecutive_failures`); none for `none`.
+            optionally `artifact_location`, `max_consecutive_failures`, `retry_after_s`,
+            `run_dir`, `sol_score`); none for `none`.
 
     Raises:
         ConfigError: unknown kind, or options that the kind does not take.

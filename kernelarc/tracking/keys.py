@@ -22,16 +22,48 @@ EVAL_STATUS_CODE = "eval/status_code"
 """The attempt's status as a number (see STATUS_CODES)."""
 EVAL_WALL_S = "eval/wall_s"
 """Sandbox wall time of the attempt."""
+EVAL_SOL_SCORE = "eval/sol_score"
+"""SOL-ExecBench score of a PASSED attempt, with the reference as T_b (absent without T_SOL)."""
+LLM_CALLS = "llm/calls"
+"""LLM requests made for the attempt's proposal (retries included; absent for offline agents)."""
+LLM_PROMPT_TOKENS = "llm/prompt_tokens"
+"""Prompt tokens of those requests."""
+LLM_COMPLETION_TOKENS = "llm/completion_tokens"
+"""Completion tokens of those requests."""
+LLM_COST_USD = "llm/cost_usd"
+"""Cost of those requests at the configured prices."""
+STATUS_COUNT_PREFIX = "status/"
+"""`status/<STATUS>`: attempts with that status so far (agent run: the agent's; parent: all)."""
 
 # --- campaign metrics, on the parent run, step = Attempt.index ----------------------------------
 CAMPAIGN_BEST_SPEEDUP = "campaign/best_speedup"
-"""Best PASSED speedup so far (absent until one attempt passes)."""
+"""Speedup of the incumbent (the last NEW_BEST attempt) so far; absent until there is one."""
+CAMPAIGN_BEST_LATENCY_MS = "campaign/best_latency_ms"
+"""Latency of the incumbent so far."""
+CAMPAIGN_BEST_SOL_SCORE = "campaign/best_sol_score"
+"""SOL score of the incumbent so far (absent while it has none)."""
+CAMPAIGN_LLM_TOKENS = "campaign/llm_tokens"
+"""Prompt + completion tokens of every proposal so far (only once an LLM was used)."""
+CAMPAIGN_LLM_COST_USD = "campaign/llm_cost_usd"
+"""LLM cost of every proposal so far (only once an LLM was used)."""
 CAMPAIGN_CANDIDATES = "campaign/candidates"
 """Attempts evaluated so far."""
 CAMPAIGN_PASSED = "campaign/passed"
 """PASSED attempts so far."""
 CAMPAIGN_FAILURES = "campaign/failures"
 """Attempts that did not pass (candidate failures and infrastructure errors) so far."""
+
+# --- final metrics, on the parent run, logged once when the campaign ends ---------------------
+FINAL_BEST_SPEEDUP = "campaign/final_best_speedup"
+"""Speedup of the final incumbent."""
+FINAL_BEST_LATENCY_MS = "campaign/final_best_latency_ms"
+"""Latency of the final incumbent."""
+FINAL_BEST_SOL_SCORE = "campaign/final_best_sol_score"
+"""SOL score of the final incumbent (absent without T_SOL)."""
+FINAL_ATTEMPTS = "campaign/attempts"
+"""Attempts recorded in all."""
+FINAL_PASSED = "campaign/final_passed"
+"""PASSED attempts in all."""
 
 # --- campaign throughput, on the parent run, logged once at finish -------------------------------
 THROUGHPUT_PREFIX = "throughput/"
@@ -65,10 +97,44 @@ BEST_PROPOSAL = "kernelarc.best_proposal"
 """Proposal id of the best PASSED attempt so far (parent run)."""
 BEST_AGENT = "kernelarc.best_agent"
 """Agent of the best PASSED attempt so far (parent run)."""
+BEST_STRATEGY = "kernelarc.best_strategy"
+"""Strategy of the agent of the incumbent (parent run)."""
+SEED = "kernelarc.seed"
+"""Campaign seed (parent run; also a param)."""
+DEVICE = "kernelarc.device"
+"""`cpu` or `cuda` as configured (`auto` until the first trace names the hardware)."""
+HARDWARE = "kernelarc.hardware"
+"""Hardware name from the first trace (e.g. `NVIDIA H200`), set once it is known."""
+GIT_SHA = "kernelarc.git_sha"
+"""Commit of the KernelArc checkout that ran the campaign (`-dirty` if it had local edits)."""
+VERSION = "kernelarc.version"
+"""KernelArc package version."""
+SANDBOX = "kernelarc.sandbox"
+"""Sandbox kind (`local`, `docker`)."""
+SANDBOX_IMAGE = "kernelarc.sandbox_image"
+"""The docker sandbox's image (docker sandbox only)."""
+IMAGE_ID = "kernelarc.image_id"
+"""Id of the platform image the campaign ran in ($KERNELARC_IMAGE_ID; absent outside one)."""
+CHOICE_PREFIX = "kernelarc.choice."
+"""`kernelarc.choice.<group>`: the Hydra config group option (e.g. `...choice.guard = off`)."""
+COORDINATION_PREFIX = "kernelarc.coordination."
+"""`kernelarc.coordination.<switch>`: each coordination switch, `true` or `false`."""
+OVERRIDES = "kernelarc.overrides"
+"""The job's Hydra command-line overrides, space separated (what a sweep varied)."""
+CAMPAIGN_UID = "kernelarc.campaign_uid"
+"""Random id of the campaign, kept in the run dir's ledger, so sync finds its runs again."""
+MODEL = "kernelarc.model"
+"""LLM model of an agent's proposals (child runs of LLM agents)."""
+KIND_REPORT = "report"
+"""Value of KIND on a run that holds an ablation report."""
 TRACKING_DEGRADED = "kernelarc.tracking_degraded"
 """`true` on the parent run when some logging calls failed (the run is incomplete)."""
 PARENT_RUN_ID = "mlflow.parentRunId"
 """MLflow's own tag that nests a child run under its parent in the UI."""
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+"""MLflow's experiment tag that picks the UI: KernelArc experiments open on the runs table."""
+EXPERIMENT_KIND = "custom_model_development"
+"""Value of EXPERIMENT_KIND_TAG (MLflow's "model training" experiments, not GenAI ones)."""
 
 # --- artifacts ---------------------------------------------------------------------------------
 CONFIG_YAML = "config.yaml"
@@ -85,19 +151,56 @@ SOURCES_DIR = "sources"
 """The candidate's source files, inside an attempt's folder."""
 STDERR_TXT = "stderr.txt"
 """Tail of the runner log, inside an attempt's folder (only when non-empty)."""
+TRANSCRIPT_JSON = "transcript.json"
+"""The proposal's LLM exchanges, inside an attempt's folder (LLM agents only)."""
+CONCLUSIONS_TABLE = "conclusions_table.json"
+"""Table of the campaign's conclusions with links to their evidence (parent run)."""
+REPORT_DIR = "report"
+"""Artifact folder of a report run (HTML page, PNG plots, JSON and CSV numbers)."""
+LOGGED_ARTIFACTS_TAG = "mlflow.loggedArtifacts"
+"""MLflow's own tag listing a run's tables (so the UI offers them in its evaluation view)."""
 
 ATTEMPTS_TABLE_COLUMNS = (
     "index",
     "problem",
     "agent",
     "strategy",
+    "model",
     "proposal_id",
+    "parent_id",
     "status",
     "verdict",
+    "confirmed",
     "speedup",
     "latency_ms",
+    "sol_score",
+    "best_speedup_after",
+    "wall_s",
+    "llm_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "draft",
+    "conclusions_seen",
+    "rationale",
+    "artifacts",
 )
-"""Columns of the attempts table, in order."""
+"""Columns of the attempts table, in order (`artifacts`: `runs:/<agent run>/attempts/<dir>`)."""
+
+CONCLUSIONS_TABLE_COLUMNS = (
+    "id",
+    "agent",
+    "strategy",
+    "claim",
+    "problem",
+    "confidence",
+    "published_at",
+    "retracted",
+    "retraction_reason",
+    "evidence",
+    "evidence_links",
+)
+"""Columns of the conclusions table (`evidence_links`: the evidence attempts' artifact URIs)."""
 
 INFRA_ERROR = "INFRA_ERROR"
 """Status of an attempt whose evaluation failed for infrastructure reasons."""
@@ -129,6 +232,16 @@ def attempt_artifact_dir(index: int, proposal_id: str) -> str:
     The index is zero-padded to 4 digits so the MLflow UI lists attempts in order.
     """
     return f"{ATTEMPTS_DIR}/{index:04d}-{proposal_id}"
+
+
+def attempt_artifact_uri(run_id: str, index: int, proposal_id: str) -> str:
+    """`runs:/<run id>/attempts/<index>-<proposal_id>`: where an attempt's artifacts live."""
+    return f"runs:/{run_id}/{attempt_artifact_dir(index, proposal_id)}"
+
+
+def status_count_key(status: str) -> str:
+    """The `status/<STATUS>` metric of an attempt status."""
+    return f"{STATUS_COUNT_PREFIX}{status}"
 
 
 def status_code(status: str) -> int:

@@ -11,7 +11,7 @@ Besides `mlflow_tracker.py`, this is the only module that imports mlflow.
 import logging
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # Telemetry is read when mlflow is imported, so this must come first.
@@ -46,6 +46,10 @@ class CampaignRun:
     """Every attempt found in the child runs' artifacts, by index."""
     config_yaml: str | None
     """The resolved config artifact, if logged."""
+    params: dict[str, str] = field(default_factory=dict)
+    """The parent run's params (the flattened config)."""
+    sol_scores: dict[int, float] = field(default_factory=dict)
+    """`eval/sol_score` per attempt index, as logged (attempts without one are absent)."""
 
     @property
     def run_dir(self) -> str | None:
@@ -109,8 +113,10 @@ def _read_campaign(client: MlflowClient, experiment_id: str, parent: Run) -> Cam
     run_id = parent.info.run_id
     children = _search(client, experiment_id, f"tags.`{keys.PARENT_RUN_ID}` = '{run_id}'")
     by_index: dict[int, Attempt] = {}
+    sol_scores: dict[int, float] = {}
     with tempfile.TemporaryDirectory(prefix="kernelarc-mlflow-read-") as tmp:
         for child in sorted(children, key=lambda r: r.info.run_id):
+            sol_scores.update(_metric_by_step(client, child.info.run_id, keys.EVAL_SOL_SCORE))
             for attempt in _child_attempts(client, child.info.run_id, Path(tmp)):
                 previous = by_index.setdefault(attempt.index, attempt)
                 if previous != attempt:
@@ -127,6 +133,8 @@ def _read_campaign(client: MlflowClient, experiment_id: str, parent: Run) -> Cam
         tags=tags,
         attempts=[by_index[i] for i in sorted(by_index)],
         config_yaml=config,
+        params=dict(parent.data.params),
+        sol_scores=sol_scores,
     )
     if run.degraded:
         logger.warning(
@@ -135,6 +143,14 @@ def _read_campaign(client: MlflowClient, experiment_id: str, parent: Run) -> Cam
             keys.TRACKING_DEGRADED,
         )
     return run
+
+
+def _metric_by_step(client: MlflowClient, run_id: str, key: str) -> dict[int, float]:
+    try:
+        return {m.step: m.value for m in client.get_metric_history(run_id, key)}
+    except _BACKEND_ERRORS as exc:
+        msg = f"MLflow run {run_id}: cannot read metric {key} ({exc})"
+        raise TrackingError(msg) from exc
 
 
 def _child_attempts(client: MlflowClient, run_id: str, tmp: Path) -> list[Attempt]:

@@ -1,20 +1,23 @@
-"""MlflowTracker: the campaign's runs, metrics and artifacts in MLflow (the only mlflow import).
+"""MlflowTracker: the campaign's runs, metrics and artifacts in MLflow, live.
 
 The campaign loop calls it after appending each Attempt to attempts.jsonl. Run model: experiment
-= campaign name; one parent run per campaign (flattened config as params, `config.yaml`,
-best-so-far metrics, the attempts table at finish); one child run per agent (per-attempt metrics
-with step = attempt index, artifacts under `attempts/<index>-<proposal_id>/`).
-Only `MlflowClient` with explicit run ids is used (the loop logs from several threads), and a
-backend failure never reaches the caller: it is logged and the tracker becomes `degraded`.
+= campaign name; one parent run per campaign (flattened config as params, campaign tags,
+`config.yaml`, best-so-far metrics, the attempts and conclusions tables at finish); one child run
+per agent (per-attempt metrics with step = attempt index, artifacts under
+`attempts/<index>-<proposal_id>/`). What is logged comes from `mlflow_payload`, shared with
+`kernelarc sync`. Only `MlflowClient` with explicit run ids is used (the loop logs from several
+threads). A backend failure never reaches the caller: it is logged, the tracker becomes
+`degraded`, and after `max_consecutive_failures` in a row it stops calling MLflow for
+`retry_after_s` seconds, then tries again. With a run dir, every call that succeeded is written to
+the run dir's ledger, so `kernelarc sync` later uploads exactly what is missing.
 """
 
 import logging
 import os
-import re
-import tempfile
 import threading
-import time
-from collections.abc import Callable, Mapping
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
@@ -22,12 +25,32 @@ from typing import TypeVar
 # Telemetry is read when mlflow is imported, so this must come first.
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import Metric, Param
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from kernelarc.schema import Attempt, EvalStatus
-from kernelarc.tracking import keys
+from kernelarc.schema import Attempt
+from kernelarc.tracking import keys, mlflow_tables
+from kernelarc.tracking import mlflow_payload as payload
+from kernelarc.tracking.call_breaker import CallBreaker
+from kernelarc.tracking.mlflow_payload import (
+    MAX_PARAMS_PER_BATCH,
+    MAX_TAG_VALUE,
+    CampaignProgress,
+    SolScore,
+    cut,
+    now_ms,
+)
+from kernelarc.tracking.proposal_fields import proposal_model, read_conclusions
+from kernelarc.tracking.sync_ledger import (
+    LEDGER_FILE,
+    CampaignEntry,
+    LoggedEntry,
+    MarkEntry,
+    Part,
+    RunEntry,
+    SyncLedger,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -36,16 +59,17 @@ T = TypeVar("T")
 RUN_STATUSES = ("FINISHED", "FAILED", "KILLED")
 """Statuses `finish` accepts (MLflow's terminal run statuses)."""
 
-# MLflow 3.17.2 limits (mlflow.utils.validation); values beyond them fail the whole batch.
-_MAX_PARAM_VALUE = 6000
-_MAX_TAG_VALUE = 8000
-_MAX_KEY = 250
-_MAX_PARAMS_PER_BATCH = 100
-_INVALID_KEY_CHARS = re.compile(r"[^/\w.\- :]")
-_TRUNCATED = "...[truncated]"
-
 # requests' exceptions (connection refused, timeouts) are OSError subclasses.
-_BACKEND_ERRORS = (MlflowException, OSError)
+BACKEND_ERRORS = (MlflowException, OSError)
+"""What a failing tracking backend raises."""
+
+
+@dataclass(frozen=True)
+class _Start:
+    name: str
+    params: list[Param]
+    tags: dict[str, str]
+    config_yaml: str
 
 
 class MlflowTracker:
@@ -57,6 +81,9 @@ class MlflowTracker:
         experiment: str,
         artifact_location: str | None = None,
         max_consecutive_failures: int = 3,
+        retry_after_s: float = 60.0,
+        run_dir: str | Path | None = None,
+        sol_score: SolScore | None = None,
     ) -> None:
         """Create a tracker; nothing is opened or contacted until `start_campaign`.
 
@@ -66,26 +93,33 @@ class MlflowTracker:
             artifact_location: artifact root of a newly created experiment; by default
                 `<db dir>/mlartifacts` for a `sqlite:` URI and the server's choice otherwise.
             max_consecutive_failures: after this many backend failures in a row the tracker stops
-                calling MLflow for the rest of the campaign (a dead server would otherwise cost
-                MLflow's full retry time on every attempt).
+                calling MLflow (a dead server would otherwise cost MLflow's full retry time on
+                every attempt) ...
+            retry_after_s: ... for this many seconds; then the next call tries again.
+            run_dir: the campaign's run dir: its ledger (`mlflow_ledger.jsonl`) records what
+                reached MLflow, and its `conclusions.jsonl` becomes a table at finish.
+            sol_score: scores PASSED attempts for the `eval/sol_score` metrics; None: no SOL
+                metrics.
         """
         self._uri = tracking_uri
         self._experiment_name = experiment
-        self._artifact_location = artifact_location or _default_artifact_location(tracking_uri)
-        self._max_consecutive_failures = max(1, max_consecutive_failures)
+        self._artifact_location = artifact_location or payload.default_artifact_location(
+            tracking_uri
+        )
+        self._breaker = CallBreaker(tracking_uri, max_consecutive_failures, retry_after_s)
+        self._run_dir = Path(run_dir) if run_dir is not None else None
+        self._ledger = SyncLedger(self._run_dir / LEDGER_FILE) if self._run_dir else None
         self._client: MlflowClient | None = None
         self._lock = threading.Lock()
+        self._uid = uuid.uuid4().hex[:16]
+        self._start: _Start | None = None
         self._experiment_id: str | None = None
         self._parent_run_id: str | None = None
-        self._campaign_tags: dict[str, str] = {}
         self._agent_runs: dict[str, str] = {}
-        self._attempts: list[Attempt] = []
-        self._best: Attempt | None = None
-        self._passed = 0
-        self._failed_calls = 0
-        self._failures_in_a_row = 0
-        self._started = False
-        self._disabled = False
+        self._strategies: dict[str, str] = {}
+        self._model_tagged: set[str] = set()
+        self._progress = CampaignProgress(sol_score)
+        self._incomplete = False
         self._finished = False
 
     # --- what the CLI and tests read ------------------------------------------------------------
@@ -102,12 +136,12 @@ class MlflowTracker:
 
     @property
     def experiment_id(self) -> str | None:
-        """Experiment id, once `start_campaign` reached MLflow."""
+        """Experiment id, once the campaign run was created."""
         return self._experiment_id
 
     @property
     def parent_run_id(self) -> str | None:
-        """The campaign's run id, once `start_campaign` reached MLflow."""
+        """The campaign's run id, once it was created."""
         return self._parent_run_id
 
     @property
@@ -117,9 +151,14 @@ class MlflowTracker:
             return dict(self._agent_runs)
 
     @property
+    def campaign_uid(self) -> str:
+        """The campaign's random id (tag `kernelarc.campaign_uid`)."""
+        return self._uid
+
+    @property
     def degraded(self) -> bool:
-        """True once any MLflow call failed."""
-        return self._failed_calls > 0
+        """True once any MLflow call failed (`kernelarc sync` uploads what is missing)."""
+        return self._breaker.failed_calls > 0
 
     def ui_hint(self) -> str | None:
         """Where to look: the run's URL for a server, an `mlflow ui` command for a local store."""
@@ -140,51 +179,104 @@ class MlflowTracker:
     def start_campaign(
         self, name: str, params: Mapping[str, str], tags: Mapping[str, str], config_yaml: str
     ) -> None:
-        """Create the experiment if missing and the campaign's parent run with params and config.
+        """Record the campaign in the ledger, then create the experiment (if missing) and the
+        campaign's parent run with params, tags and `config.yaml`. If MLflow cannot be reached,
+        the run is created by a later call that reaches it, or by `kernelarc sync`.
 
         Raises:
             RuntimeError: called twice.
         """
         with self._lock:
-            if self._started:
+            if self._start is not None:
                 msg = "start_campaign was already called on this tracker; make a new one"
                 raise RuntimeError(msg)
-            self._started = True
-            self._campaign_tags = {
-                _clean_key(k): _cut(str(v), _MAX_TAG_VALUE) for k, v in tags.items()
-            }
-            self._experiment_id = self._call(
-                "get or create the experiment", self._ensure_experiment
-            )
-            if self._experiment_id is None:
-                self._disabled = True
-                return
-            experiment_id = self._experiment_id
-            run_tags = {**self._campaign_tags, keys.KIND: keys.KIND_CAMPAIGN}
-            run = self._call(
-                "create the campaign run",
-                lambda: self._mlflow.create_run(experiment_id, tags=run_tags, run_name=name),
-            )
-            if run is None:
-                self._disabled = True
-                return
-            parent: str = run.info.run_id
-            self._parent_run_id = parent
-            clean = _clean_params(params)
-            for start in range(0, len(clean), _MAX_PARAMS_PER_BATCH):
-                chunk = clean[start : start + _MAX_PARAMS_PER_BATCH]
-                self._call(
-                    "log the config params",
-                    partial(self._mlflow.log_batch, parent, params=chunk),
+            clean_tags = payload.clean_tags(tags)
+            self._start = _Start(name, payload.clean_params(params), clean_tags, config_yaml)
+            self._note(
+                CampaignEntry(
+                    uid=self._uid,
+                    name=name,
+                    experiment=self._experiment_name,
+                    uri=self._uri,
+                    params={p.key: p.value for p in self._start.params},
+                    tags=clean_tags,
                 )
-            self._call(
-                "log config.yaml", lambda: self._log_text(parent, keys.CONFIG_YAML, config_yaml)
             )
+            self._open()
+
+    def resume_campaign(
+        self,
+        name: str,
+        params: Mapping[str, str],
+        tags: Mapping[str, str],
+        config_yaml: str,
+        attempts: Sequence[Attempt],
+    ) -> None:
+        """Continue a campaign in its run dir instead of starting one: reuse the campaign id and,
+        when they still exist in this store, the parent and agent runs the ledger names (marked
+        RUNNING again); replay `attempts` (its attempts.jsonl) so counts and best-so-far go on
+        from where they were. Replayed attempts are not logged again; whatever of them the store
+        lacks is uploaded by `kernelarc sync` (run at the end of a campaign). Without a usable
+        ledger this is `start_campaign`.
+
+        Raises:
+            RuntimeError: the tracker was already started.
+            ValueError: it has no run dir.
+        """
+        if self._ledger is None:
+            msg = "resume_campaign needs the tracker's run_dir (its ledger names the runs)"
+            raise ValueError(msg)
+        previous = self._ledger.campaign()
+        if previous is not None:
+            self._uid = previous.uid
+        view = self._ledger.view(self._uri)
+        with self._lock:
+            for attempt in sorted(attempts, key=lambda a: a.index):
+                self._progress.add(attempt)
+                self._strategies.setdefault(attempt.proposal.agent, attempt.proposal.strategy)
+        parent = view.parent_run_id
+        if parent is None or not self._reopen(parent, view.agent_runs):
+            self.start_campaign(name, params, tags, config_yaml)
+            return
+        with self._lock:
+            clean_tags = payload.clean_tags(tags)
+            self._start = _Start(name, payload.clean_params(params), clean_tags, config_yaml)
+            self._experiment_id, self._parent_run_id = view.experiment_id, parent
+            self._agent_runs = dict(view.agent_runs)
+
+    def _reopen(self, parent: str, agent_runs: Mapping[str, str]) -> bool:
+        """Mark the parent and agent runs RUNNING again; False if the parent run is gone.
+
+        A store that does not answer keeps the ledger's runs (sync checks them at the end):
+        making a second parent run for one campaign is worse than a late status.
+        """
+        with self._lock:
+            try:
+                run = self._mlflow.get_run(parent)
+            except MlflowException as exc:
+                if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
+                    return False
+                self._breaker.record_failure("look up the campaign run", exc)
+                self._incomplete = True
+                return True
+            except Exception as exc:  # the Tracker contract; see _try
+                self._breaker.record_failure("look up the campaign run", exc)
+                self._incomplete = True
+                return True
+            if run.info.lifecycle_stage != "active":
+                return False
+            for run_id in [parent, *agent_runs.values()]:
+                reopen = partial(self._mlflow.update_run, run_id, status="RUNNING")
+                if not self._ok(f"reopen run {run_id}", reopen):
+                    self._incomplete = True
+            return True
 
     def start_agent(self, agent: str, strategy: str) -> None:
         """Create the agent's child run under the campaign run (once per agent name)."""
         with self._lock:
-            self._agent_run(agent, strategy)
+            self._strategies.setdefault(agent, strategy)
+            if self._parent_run_id is not None:
+                self._agent_run(agent, strategy)
 
     def log_attempt(self, attempt: Attempt) -> None:
         """Log metrics and artifacts on the agent's run, best-so-far on the campaign run."""
@@ -192,33 +284,36 @@ class MlflowTracker:
             if self._finished:
                 logger.warning("MLflow: attempt %d logged after finish; ignored", attempt.index)
                 return
-            new_best = self._account(attempt)
-            if self._disabled:
+            step = self._progress.add(attempt)
+            if not self._available() or (self._parent_run_id is None and not self._open()):
+                self._incomplete = True
                 return
+            parent = self._parent_run_id
+            assert parent is not None
+            index = attempt.index
             run_id = self._agent_run(attempt.proposal.agent, attempt.proposal.strategy)
             if run_id is not None:
-                self._call(
-                    f"log metrics of attempt {attempt.index}",
-                    lambda: self._mlflow.log_batch(run_id, metrics=_attempt_metrics(attempt)),
-                )
-                self._call(
-                    f"log artifacts of attempt {attempt.index}",
-                    lambda: self._log_attempt_artifacts(run_id, attempt),
-                )
-            parent = self._parent_run_id
-            if parent is not None:
-                metrics = self._campaign_metrics(step=attempt.index)
-                tags = _best_tags(attempt) if new_best else []
-                self._call(
-                    f"log campaign metrics after attempt {attempt.index}",
-                    lambda: self._mlflow.log_batch(parent, metrics=metrics, tags=tags),
-                )
+                self._tag_model(run_id, attempt)
+                metrics = partial(self._mlflow.log_batch, run_id, metrics=step.agent_metrics)
+                self._logged(f"log metrics of attempt {index}", metrics, index, "metrics")
+                files = partial(payload.upload_attempt_artifacts, self._mlflow, run_id, attempt)
+                self._logged(f"log artifacts of attempt {index}", files, index, "artifacts")
+            else:
+                self._incomplete = True
+            campaign = partial(
+                self._mlflow.log_batch,
+                parent,
+                metrics=step.campaign_metrics,
+                tags=step.campaign_tags,
+            )
+            self._logged(f"log campaign metrics after attempt {index}", campaign, index, "campaign")
 
     def finish(self, status: str, summary: Mapping[str, float]) -> None:
-        """Log `summary` and the attempts table on the parent run, then end every run.
+        """Log the final metrics (`summary` plus the incumbent's) and the attempts and
+        conclusions tables on the parent run, then end every run.
 
-        The closing calls (degraded tag, run ends) are tried even after too many failures
-        disabled the tracker, stopping at the first one that fails.
+        The closing calls (degraded tag, run ends) are tried even while the tracker is not
+        contacting MLflow, stopping at the first one that fails.
 
         Raises:
             ValueError: `status` is not one of RUN_STATUSES.
@@ -230,34 +325,24 @@ class MlflowTracker:
             if self._finished:
                 return
             self._finished = True
+            if self._parent_run_id is None and self._available():
+                self._open()
             parent = self._parent_run_id
             if parent is None:
                 return
-            now = _now_ms()
-            step = max((a.index for a in self._attempts), default=0)
-            metrics = [Metric(_clean_key(k), float(v), now, step) for k, v in summary.items()]
-            self._call("log the summary", lambda: self._mlflow.log_batch(parent, metrics=metrics))
-            table = _attempts_table(self._attempts)
-            self._call(
-                "log the attempts table",
-                lambda: self._mlflow.log_table(
-                    parent, data=table, artifact_file=keys.ATTEMPTS_TABLE
-                ),
-            )
-            # Closing calls are tried even after the breaker tripped, so the UI does not show the
-            # runs as running forever; the first one that fails ends the attempt (dead server).
-            closing: list[tuple[str, Callable[[], object]]] = []
-            if self.degraded:
-                tag = partial(self._mlflow.set_tag, parent, keys.TRACKING_DEGRADED, "true")
-                closing.append(("tag the run as degraded", tag))
-            for run_id in [*self._agent_runs.values(), parent]:
-                end = partial(self._mlflow.set_terminated, run_id, status=status)
-                closing.append((f"end run {run_id}", end))
-            for what, action in closing:
-                failed_before = self._failed_calls
-                self._call(what, action, force=True)
-                if self._failed_calls > failed_before:
-                    break
+            attempts = self._progress.attempts
+            now, step = now_ms(), max((a.index for a in attempts), default=0)
+            final = {**self._progress.final_metrics(), **summary}
+            metrics = [Metric(payload.clean_key(k), float(v), now, step) for k, v in final.items()]
+            log_summary = partial(self._mlflow.log_batch, parent, metrics=metrics)
+            if not self._ok("log the final metrics", log_summary):
+                self._incomplete = True
+            else:
+                self._note(
+                    MarkEntry(kind="summary", uri=self._uri, run_id=parent, attempts=len(attempts))
+                )
+            self._log_tables(parent)
+            self._close(parent, status)
 
     # --- internals (called with the lock held) --------------------------------------------------
 
@@ -268,65 +353,87 @@ class MlflowTracker:
             self._client = MlflowClient(tracking_uri=self._uri)
         return self._client
 
-    def _call(self, what: str, action: Callable[[], T], force: bool = False) -> T | None:
-        """Run one MLflow call; on a backend error log it, count it and return None.
+    def _available(self) -> bool:
+        """False while calls pause after too many failures (see CallBreaker)."""
+        return self._breaker.available()
 
-        Once disabled (too many failures in a row) calls are skipped unless `force` is set.
-        """
-        if self._disabled and not force:
-            return None
+    def _call(self, what: str, action: Callable[[], T], force: bool = False) -> T | None:
+        """Run one MLflow call and return its result; None if it failed or was skipped."""
+        return self._breaker.run(what, action, force)[1]
+
+    def _ok(self, what: str, action: Callable[[], object], force: bool = False) -> bool:
+        """Run one MLflow call; True if it succeeded."""
+        return self._breaker.run(what, action, force)[0]
+
+    def _logged(self, what: str, action: Callable[[], object], index: int, part: Part) -> None:
+        """A `_call` for one part of an attempt; on success the ledger records it."""
+        parent = self._parent_run_id
+        if not self._ok(what, action):
+            self._incomplete = True
+        elif parent is not None:
+            self._note(LoggedEntry(uri=self._uri, run_id=parent, index=index, part=part))
+
+    def _note(self, entry: CampaignEntry | RunEntry | LoggedEntry | MarkEntry) -> None:
+        if self._ledger is None:
+            return
         try:
-            result = action()
-        except _BACKEND_ERRORS as exc:
-            self._failed_calls += 1
-            self._failures_in_a_row += 1
-            logger.warning(
-                "MLflow: could not %s at %s (%s: %s); tracking is degraded, attempts.jsonl stays "
-                "the source of truth",
-                what,
-                self._uri,
-                type(exc).__name__,
-                _cut(str(exc), 500),
-            )
-            if self._failures_in_a_row >= self._max_consecutive_failures:
-                self._disabled = True
-                logger.warning(
-                    "MLflow: %d failures in a row; not contacting %s again in this campaign",
-                    self._failures_in_a_row,
-                    self._uri,
-                )
-            return None
-        self._failures_in_a_row = 0
-        return result
+            self._ledger.append(entry)
+        except OSError as exc:
+            logger.warning("%s: cannot write the MLflow ledger (%s)", self._ledger, exc)
+
+    def _open(self) -> bool:
+        """Create the experiment and the parent run (params, config.yaml); True on success."""
+        start = self._start
+        if start is None:
+            return False
+        experiment_id = self._call("get or create the experiment", self._ensure_experiment)
+        if experiment_id is None:
+            return False
+        tags = {**start.tags, keys.KIND: keys.KIND_CAMPAIGN, keys.CAMPAIGN_UID: self._uid}
+        run = self._call(
+            "create the campaign run",
+            lambda: self._mlflow.create_run(experiment_id, tags=tags, run_name=start.name),
+        )
+        if run is None:
+            return False
+        parent: str = run.info.run_id
+        self._experiment_id, self._parent_run_id = experiment_id, parent
+        self._note(
+            RunEntry(kind="parent", uri=self._uri, experiment_id=experiment_id, run_id=parent)
+        )
+        client = self._mlflow
+        for first in range(0, len(start.params), MAX_PARAMS_PER_BATCH):
+            chunk = start.params[first : first + MAX_PARAMS_PER_BATCH]
+            if not self._ok(
+                "log the config params", partial(client.log_batch, parent, params=chunk)
+            ):
+                self._incomplete = True
+        config = partial(payload.log_text, client, parent, keys.CONFIG_YAML, start.config_yaml)
+        if not self._ok("log config.yaml", config):
+            self._incomplete = True
+        for agent, strategy in self._strategies.items():
+            self._agent_run(agent, strategy)
+        return True
 
     def _ensure_experiment(self) -> str:
-        experiment = self._mlflow.get_experiment_by_name(self._experiment_name)
-        if experiment is None:
-            try:
-                return self._mlflow.create_experiment(
-                    self._experiment_name, artifact_location=self._artifact_location
-                )
-            except MlflowException:
-                # Another process may have created it in between; fall through to re-read.
-                experiment = self._mlflow.get_experiment_by_name(self._experiment_name)
-                if experiment is None:
-                    raise
-        if experiment.lifecycle_stage == "deleted":
-            self._mlflow.restore_experiment(experiment.experiment_id)
-        return experiment.experiment_id
+        with payload.sqlite_store_lock(self._uri):
+            return payload.ensure_experiment(
+                self._mlflow, self._experiment_name, self._artifact_location
+            )
 
     def _agent_run(self, agent: str, strategy: str) -> str | None:
+        self._strategies.setdefault(agent, strategy)
         if agent in self._agent_runs:
             return self._agent_runs[agent]
-        parent, experiment_id = self._parent_run_id, self._experiment_id
-        if parent is None or experiment_id is None:
+        parent, experiment_id, start = self._parent_run_id, self._experiment_id, self._start
+        if parent is None or experiment_id is None or start is None:
             return None
         tags = {
-            **self._campaign_tags,
+            **start.tags,
             keys.PARENT_RUN_ID: parent,
             keys.KIND: keys.KIND_AGENT,
-            keys.AGENT: _cut(agent, _MAX_TAG_VALUE),
-            keys.STRATEGY: _cut(strategy, _MAX_TAG_VALUE),
+            keys.AGENT: cut(agent, MAX_TAG_VALUE),
+            keys.STRATEGY: cut(strategy, MAX_TAG_VALUE),
         }
         run = self._call(
             f"create the run of agent {agent!r}",
@@ -336,134 +443,62 @@ class MlflowTracker:
             return None
         run_id: str = run.info.run_id
         self._agent_runs[agent] = run_id
+        self._note(
+            RunEntry(
+                kind="agent",
+                uri=self._uri,
+                experiment_id=experiment_id,
+                run_id=run_id,
+                agent=agent,
+                parent_run_id=parent,
+            )
+        )
         return run_id
 
-    def _account(self, attempt: Attempt) -> bool:
-        """Update counts and best-so-far; True if the attempt is the new best."""
-        self._attempts.append(attempt)
-        if attempt.status != EvalStatus.PASSED or attempt.speedup is None:
-            return False
-        self._passed += 1
-        if self._best is None or _better(attempt, self._best):
-            self._best = attempt
-            return True
-        return False
+    def _tag_model(self, run_id: str, attempt: Attempt) -> None:
+        agent, model = attempt.proposal.agent, proposal_model(attempt.proposal)
+        if model is None or agent in self._model_tagged:
+            return
+        tag = partial(self._mlflow.set_tag, run_id, keys.MODEL, cut(model, MAX_TAG_VALUE))
+        if self._ok(f"tag the model of agent {agent!r}", tag):
+            self._model_tagged.add(agent)
 
-    def _campaign_metrics(self, step: int) -> list[Metric]:
-        now = _now_ms()
-        count = len(self._attempts)
-        metrics = [
-            Metric(keys.CAMPAIGN_CANDIDATES, float(count), now, step),
-            Metric(keys.CAMPAIGN_PASSED, float(self._passed), now, step),
-            Metric(keys.CAMPAIGN_FAILURES, float(count - self._passed), now, step),
-        ]
-        if self._best is not None and self._best.speedup is not None:
-            metrics.append(Metric(keys.CAMPAIGN_BEST_SPEEDUP, self._best.speedup, now, step))
-        return metrics
+    def _log_tables(self, parent: str) -> None:
+        progress = self._progress
+        conclusions = read_conclusions(self._run_dir) if self._run_dir else []
+        attempts_table = mlflow_tables.attempts_table(
+            progress.attempts, progress.sol_scores, self._agent_runs
+        )
+        tables = [(keys.ATTEMPTS_TABLE, attempts_table)]
+        if conclusions:
+            data = mlflow_tables.conclusions_table(conclusions, progress.attempts, self._agent_runs)
+            tables.append((keys.CONCLUSIONS_TABLE, data))
+        for artifact, data in tables:
+            upload = partial(mlflow_tables.upload_table, self._mlflow, parent, data, artifact)
+            if not self._ok(f"log {artifact}", upload):
+                self._incomplete = True
+                return
+        mark = MarkEntry(
+            kind="tables",
+            uri=self._uri,
+            run_id=parent,
+            attempts=len(progress.attempts),
+            conclusions=len(conclusions),
+        )
+        self._note(mark)
 
-    def _log_text(self, run_id: str, artifact_file: str, text: str) -> None:
-        with tempfile.TemporaryDirectory(prefix="kernelarc-mlflow-") as tmp:
-            path = Path(tmp) / artifact_file
-            path.write_text(text, encoding="utf-8")
-            self._mlflow.log_artifact(run_id, str(path))
-
-    def _log_attempt_artifacts(self, run_id: str, attempt: Attempt) -> None:
-        with tempfile.TemporaryDirectory(prefix="kernelarc-mlflow-") as tmp:
-            root = Path(tmp)
-            for source in attempt.proposal.solution.sources:
-                # SourceFile.path is validated relative with no `..`, so it stays under root.
-                target = root / keys.SOURCES_DIR / source.path
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(source.content, encoding="utf-8")
-            traces = "".join(t.model_dump_json(exclude_none=True) + "\n" for t in attempt.traces)
-            (root / keys.TRACE_JSONL).write_text(traces, encoding="utf-8")
-            (root / keys.ATTEMPT_JSON).write_text(
-                attempt.model_dump_json(indent=2), encoding="utf-8"
-            )
-            if attempt.stderr_tail:
-                (root / keys.STDERR_TXT).write_text(attempt.stderr_tail, encoding="utf-8")
-            artifact_path = keys.attempt_artifact_dir(attempt.index, attempt.proposal.id)
-            self._mlflow.log_artifacts(run_id, str(root), artifact_path=artifact_path)
-
-
-def _better(candidate: Attempt, best: Attempt) -> bool:
-    """Higher speedup wins; ties go to lower latency, then to the earlier attempt."""
-    inf = float("inf")
-
-    def rank(a: Attempt) -> tuple[float, float, int]:
-        return (-(a.speedup or 0.0), a.latency_ms if a.latency_ms is not None else inf, a.index)
-
-    return rank(candidate) < rank(best)
-
-
-def _attempt_metrics(attempt: Attempt) -> list[Metric]:
-    now, step = _now_ms(), attempt.index
-    passed = attempt.status == EvalStatus.PASSED
-    metrics = [
-        Metric(keys.EVAL_PASSED, 1.0 if passed else 0.0, now, step),
-        Metric(keys.EVAL_STATUS_CODE, float(keys.status_code(attempt.status)), now, step),
-        Metric(keys.EVAL_WALL_S, attempt.wall_s, now, step),
-    ]
-    if attempt.speedup is not None:
-        metrics.append(Metric(keys.EVAL_SPEEDUP, attempt.speedup, now, step))
-    if attempt.latency_ms is not None:
-        metrics.append(Metric(keys.EVAL_LATENCY_MS, attempt.latency_ms, now, step))
-    return metrics
-
-
-def _best_tags(attempt: Attempt) -> list[RunTag]:
-    return [
-        RunTag(keys.BEST_ATTEMPT, f"{attempt.index}-{attempt.proposal.id}"),
-        RunTag(keys.BEST_PROPOSAL, attempt.proposal.id),
-        RunTag(keys.BEST_AGENT, _cut(attempt.proposal.agent, _MAX_TAG_VALUE)),
-    ]
-
-
-def _attempts_table(attempts: list[Attempt]) -> dict[str, list[object]]:
-    ordered = sorted(attempts, key=lambda a: a.index)
-    return {
-        "index": [a.index for a in ordered],
-        "problem": [a.problem for a in ordered],
-        "agent": [a.proposal.agent for a in ordered],
-        "strategy": [a.proposal.strategy for a in ordered],
-        "proposal_id": [a.proposal.id for a in ordered],
-        "status": [str(a.status) for a in ordered],
-        "verdict": [str(a.verdict) for a in ordered],
-        "speedup": [a.speedup for a in ordered],
-        "latency_ms": [a.latency_ms for a in ordered],
-    }
-
-
-def _clean_params(params: Mapping[str, str]) -> list[Param]:
-    """MLflow-valid params: keys with invalid characters replaced, values cut to the limit."""
-    cleaned: dict[str, str] = {}
-    for key, value in params.items():
-        name = _clean_key(key)
-        if name in cleaned:
-            logger.warning("MLflow: param %r collides with another after cleaning; skipped", key)
-            continue
-        cleaned[name] = _cut(str(value), _MAX_PARAM_VALUE)
-    return [Param(k, v) for k, v in sorted(cleaned.items())]
-
-
-def _clean_key(key: str) -> str:
-    return _INVALID_KEY_CHARS.sub("_", key)[:_MAX_KEY]
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - len(_TRUNCATED)] + _TRUNCATED
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def _default_artifact_location(tracking_uri: str) -> str | None:
-    """`<db dir>/mlartifacts` for a local sqlite store, so artifacts do not land in the cwd."""
-    prefix = "sqlite:///"
-    if not tracking_uri.startswith(prefix):
-        return None
-    db = tracking_uri[len(prefix) :].split("?", 1)[0]
-    if not db or db == ":memory:":
-        return None
-    return (Path(db).resolve().parent / "mlartifacts").as_uri()
+    def _close(self, parent: str, status: str) -> None:
+        # Closing calls are tried even while MLflow is not contacted, so the UI does not show the
+        # runs as running forever; the first one that fails ends the attempt (dead server).
+        closing: list[tuple[str, Callable[[], object]]] = []
+        if self._incomplete:
+            # Something is missing from the store (sync removes the tag once it is complete).
+            tag = partial(self._mlflow.set_tag, parent, keys.TRACKING_DEGRADED, "true")
+            closing.append(("tag the run as degraded", tag))
+        for run_id in [*self._agent_runs.values(), parent]:
+            end = partial(self._mlflow.set_terminated, run_id, status=status)
+            closing.append((f"end run {run_id}", end))
+        for what, action in closing:
+            if not self._ok(what, action, force=True):
+                return
+        self._note(MarkEntry(kind="closed", uri=self._uri, run_id=parent, status=status))

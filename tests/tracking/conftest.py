@@ -1,15 +1,6 @@
 """Fixtures for tracking tests: hand-built Attempts and a real `mlflow server`."""
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -29,6 +20,8 @@ from kernelarc.schema import (
     Workload,
     proposal_id_for,
 )
+from kernelarc.schema.guard_record import GuardRecord, RooflineBound
+from tests.mlflow_server import MlflowServer
 
 MakeAttempt = Callable[..., Attempt]
 
@@ -66,8 +59,16 @@ def build_attempt(
     latency_ms: float | None = 0.25,
     variant: str = "",
     extra_sources: dict[str, str] | None = None,
+    verdict: Verdict | None = None,
+    best_speedup_after: float | None = None,
+    roofline_ms: float | None = None,
 ) -> Attempt:
-    """A small valid Attempt; `variant` changes the source so the proposal id differs."""
+    """A small valid Attempt; `variant` changes the source so the proposal id differs.
+
+    The verdict defaults to CORRECT (passed) or FAILED; pass NEW_BEST for an incumbent. Its one
+    trace times the kernel at 1 ms and the reference at `speedup` ms; `roofline_ms` records a
+    guard roofline bound for it (then a SOL score exists).
+    """
     body = f"def run(x, y):\n    return x + y  # {variant or index}\n"
     sources = [SourceFile(path="kernel.py", content=body)]
     sources += [SourceFile(path=p, content=c) for p, c in (extra_sources or {}).items()]
@@ -99,11 +100,22 @@ def build_attempt(
         traces=traces,
         speedup=speedup if passed else None,
         latency_ms=latency_ms if passed else None,
-        verdict=Verdict.CORRECT if passed else Verdict.FAILED,
+        verdict=verdict or (Verdict.CORRECT if passed else Verdict.FAILED),
+        best_speedup_after=best_speedup_after,
         started_at="2026-12-02T10:00:00+00:00",
         finished_at="2026-12-02T10:00:01+00:00",
         wall_s=1.0,
         stderr_tail="" if passed else "Traceback: boom",
+        guard=(
+            GuardRecord(
+                roofline=[
+                    RooflineBound(workload="w-0", bound_ms=roofline_ms, bytes=1.0, flops=0.0)
+                ],
+                device="cpu",
+            )
+            if roofline_ms is not None
+            else None
+        ),
     )
 
 
@@ -113,70 +125,12 @@ def make_attempt() -> MakeAttempt:
     return build_attempt
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="session")
 def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real `mlflow server` on 127.0.0.1 (1 worker, no job runner); yields its URI."""
-    root = tmp_path_factory.mktemp("mlflow_server")
-    port = _free_port()
-    mlflow_bin = Path(sys.executable).parent / "mlflow"
-    env = {
-        **os.environ,
-        "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
-        "MLFLOW_DISABLE_TELEMETRY": "true",
-    }
-    log = (root / "server.log").open("wb")
-    proc = subprocess.Popen(
-        [
-            str(mlflow_bin),
-            "server",
-            "--workers",
-            "1",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--backend-store-uri",
-            f"sqlite:///{root}/mlflow.db",
-            "--artifacts-destination",
-            str(root / "artifacts"),
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    uri = f"http://127.0.0.1:{port}"
+    server = MlflowServer(tmp_path_factory.mktemp("mlflow_server"))
+    server.start()
     try:
-        _wait_healthy(uri, proc, root / "server.log", timeout_s=90)
-        yield uri
+        yield server.uri
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        log.close()
-
-
-def _wait_healthy(uri: str, proc: "subprocess.Popen[bytes]", log: Path, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"mlflow server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"{uri}/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.5)
-    pytest.fail(f"mlflow server not healthy after {timeout_s} s:\n{log.read_text()[-3000:]}")
+        server.stop()

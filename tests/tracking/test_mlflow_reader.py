@@ -7,6 +7,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from kernelarc.errors import ConfigError, TrackingError
+from kernelarc.report.sol_score import SolScorer
 from kernelarc.schema import Attempt, EvalStatus
 from kernelarc.tracking import keys
 from kernelarc.tracking.mlflow_reader import read_experiment
@@ -23,7 +24,7 @@ def sqlite_uri(tmp_path_factory: pytest.TempPathFactory) -> str:
 def _campaign(
     uri: str, experiment: str, run_dir: str, attempts: list[Attempt], config: str
 ) -> MlflowTracker:
-    tracker = MlflowTracker(uri, experiment)
+    tracker = MlflowTracker(uri, experiment, sol_score=SolScorer())
     tracker.start_campaign(
         experiment, params={"seed": "0"}, tags={keys.RUN_DIR: run_dir}, config_yaml=config
     )
@@ -37,7 +38,9 @@ def test_reads_every_campaign_with_its_attempts(sqlite_uri: str, make_attempt: M
     first = [
         make_attempt(0, agent="tiler"),
         make_attempt(1, agent="fuser", status=EvalStatus.INCORRECT_NUMERICAL),
-        make_attempt(2, agent="tiler", speedup=2.0, extra_sources={"lib/a.py": "A = 1\n"}),
+        make_attempt(
+            2, agent="tiler", speedup=2.0, extra_sources={"lib/a.py": "A = 1\n"}, roofline_ms=0.5
+        ),
     ]
     second = [make_attempt(0, agent="ghost", status="INFRA_ERROR")]
     t1 = _campaign(sqlite_uri, "reader", "/runs/one", first, "seed: 0\n")
@@ -51,6 +54,8 @@ def test_reads_every_campaign_with_its_attempts(sqlite_uri: str, make_attempt: M
     assert [r.run_dir for r in runs] == ["/runs/one", "/runs/two"]
     assert [r.config_yaml for r in runs] == ["seed: 0\n", "seed: 1\n"]
     assert runs[0].run_name == "reader"
+    assert runs[0].params == {"seed": "0"}
+    assert runs[0].sol_scores == {2: 0.75}  # T_k 1 ms, reference 2 ms, bound 0.5 ms
     assert not runs[0].degraded
 
 

@@ -16,12 +16,14 @@ from mlflow.tracking import MlflowClient
 from mlflow.utils import validation
 
 from kernelarc.errors import ConfigError
-from kernelarc.schema import Attempt, EvalStatus, Trace
+from kernelarc.report.sol_score import SolScorer
+from kernelarc.schema import Attempt, EvalStatus, Trace, Verdict
 from kernelarc.tracking import keys, make_tracker
 from kernelarc.tracking.mlflow_tracker import MlflowTracker
 from kernelarc.tracking.null_tracker import NullTracker
 
 MakeAttempt = Callable[..., Attempt]
+NEW_BEST = Verdict.NEW_BEST
 
 CONFIG_YAML = "campaign:\n  name: demo\n  budget: 6\n"
 
@@ -51,10 +53,20 @@ def _run_campaign(
     tracker.start_agent("fuser", "fusion")
     tracker.start_agent("tiler", "tiling")  # idempotent
     attempts = [
-        make_attempt(0, agent="tiler", strategy="tiling", speedup=1.2),
+        make_attempt(0, agent="tiler", strategy="tiling", speedup=1.2, verdict=Verdict.NEW_BEST),
         make_attempt(1, agent="fuser", strategy="fusion", status=EvalStatus.INCORRECT_NUMERICAL),
-        make_attempt(2, agent="tiler", strategy="tiling", speedup=2.0, latency_ms=0.5),
-        make_attempt(3, agent="fuser", strategy="fusion", speedup=1.8),
+        # A guard roofline bound of 0.5 ms: T_k 1 ms, T_b (reference) 2 ms -> SOL score 0.75.
+        make_attempt(
+            2,
+            agent="tiler",
+            strategy="tiling",
+            speedup=2.0,
+            latency_ms=0.5,
+            verdict=NEW_BEST,
+            roofline_ms=0.5,
+        ),
+        # Faster-looking than the incumbent but not accepted (a CHALLENGER): not the best.
+        make_attempt(3, agent="fuser", strategy="fusion", speedup=2.4, verdict=Verdict.CHALLENGER),
         # An agent never announced with start_agent gets its run on its first attempt.
         make_attempt(4, agent="ghost", strategy="random", status="INFRA_ERROR"),
     ]
@@ -81,6 +93,8 @@ def _check_campaign(
     experiment = client.get_experiment_by_name(tracker.experiment_name)
     assert experiment is not None
     assert experiment.experiment_id == tracker.experiment_id
+    # The MLflow UI opens it on the runs table, not on the GenAI overview.
+    assert experiment.tags[keys.EXPERIMENT_KIND_TAG] == keys.EXPERIMENT_KIND
 
     parent = client.get_run(parent_id)
     assert parent.info.run_name == "demo-2026-12-02"
@@ -89,6 +103,9 @@ def _check_campaign(
     assert parent.data.tags[keys.PROBLEM] == "axpby_h1024"
     assert parent.data.tags[keys.BEST_ATTEMPT] == f"2-{attempts[2].proposal.id}"
     assert parent.data.tags[keys.BEST_AGENT] == "tiler"
+    assert parent.data.tags[keys.BEST_STRATEGY] == "tiling"
+    assert parent.data.tags[keys.HARDWARE] == "cpu"
+    assert parent.data.tags[keys.CAMPAIGN_UID] == tracker.campaign_uid
     assert keys.TRACKING_DEGRADED not in parent.data.tags
     params = parent.data.params
     assert params["campaign.budget"] == "6"
@@ -96,6 +113,22 @@ def _check_campaign(
     assert len(params["llm.prompt"]) == validation.MAX_PARAM_VAL_LENGTH
     assert params["llm.prompt"].endswith("[truncated]")
     assert parent.data.metrics["campaign/wall_s"] == 12.5
+    assert parent.data.metrics[keys.FINAL_BEST_SPEEDUP] == 2.0
+    assert parent.data.metrics[keys.FINAL_BEST_LATENCY_MS] == 0.5
+    assert parent.data.metrics[keys.FINAL_ATTEMPTS] == 5
+    assert parent.data.metrics[keys.FINAL_PASSED] == 3
+    assert _history(client, parent_id, keys.status_count_key("PASSED")) == [
+        (0, 1.0),
+        (2, 2.0),
+        (3, 3.0),
+    ]
+    assert _history(client, parent_id, keys.CAMPAIGN_BEST_LATENCY_MS)[-1] == (4, 0.5)
+    assert _history(client, parent_id, keys.CAMPAIGN_BEST_SOL_SCORE) == [
+        (2, 0.75),
+        (3, 0.75),
+        (4, 0.75),
+    ]
+    assert parent.data.metrics[keys.FINAL_BEST_SOL_SCORE] == 0.75
 
     assert _history(client, parent_id, keys.CAMPAIGN_BEST_SPEEDUP) == [
         (0, 1.2),
@@ -123,12 +156,15 @@ def _check_campaign(
     tiler, fuser = by_name["tiler"].info.run_id, by_name["fuser"].info.run_id
     assert _history(client, tiler, keys.EVAL_SPEEDUP) == [(0, 1.2), (2, 2.0)]
     assert _history(client, tiler, keys.EVAL_LATENCY_MS) == [(0, 0.25), (2, 0.5)]
+    assert _history(client, tiler, keys.EVAL_SOL_SCORE) == [(2, 0.75)]
     assert _history(client, fuser, keys.EVAL_PASSED) == [(1, 0.0), (3, 1.0)]
     assert _history(client, fuser, keys.EVAL_STATUS_CODE) == [
         (1, float(keys.STATUS_CODES["INCORRECT_NUMERICAL"])),
         (3, 0.0),
     ]
     assert client.get_metric_history(fuser, keys.EVAL_SPEEDUP)[0].step == 3
+    assert _history(client, fuser, keys.status_count_key("INCORRECT_NUMERICAL")) == [(1, 1.0)]
+    assert _history(client, tiler, keys.status_count_key("PASSED")) == [(0, 1.0), (2, 2.0)]
     ghost = by_name["ghost"].info.run_id
     assert _history(client, ghost, keys.EVAL_STATUS_CODE) == [(4, 100.0)]
 
@@ -169,7 +205,11 @@ def _check_campaign(
     assert list(table["proposal_id"]) == [a.proposal.id for a in attempts]
     assert table["speedup"].tolist()[2] == 2.0
     assert table["speedup"].isna().tolist() == [False, True, False, False, True]
-    assert set(keys.ATTEMPTS_TABLE_COLUMNS) <= set(table.columns)
+    assert list(table.columns) == list(keys.ATTEMPTS_TABLE_COLUMNS)
+    assert list(table["verdict"])[:4] == ["NEW_BEST", "FAILED", "NEW_BEST", "CHALLENGER"]
+    assert table["artifacts"].tolist()[2] == f"runs:/{tiler}/{folder}"
+    logged = json.loads(client.get_run(parent_id).data.tags[keys.LOGGED_ARTIFACTS_TAG])
+    assert {"path": keys.ATTEMPTS_TABLE, "type": "table"} in logged
 
 
 def test_campaign_on_local_sqlite_store(
@@ -180,7 +220,7 @@ def test_campaign_on_local_sqlite_store(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     uri = sqlite_uri
-    tracker = MlflowTracker(uri, "demo")
+    tracker = MlflowTracker(uri, "demo", sol_score=SolScorer())
     attempts = _run_campaign(tracker, make_attempt, tmp_path)
     _check_campaign(MlflowClient(tracking_uri=uri), tracker, attempts, tmp_path, monkeypatch)
     # Artifacts go next to the database, not into the current directory.
@@ -198,7 +238,7 @@ def test_campaign_on_mlflow_server(
     make_attempt: MakeAttempt,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    tracker = MlflowTracker(mlflow_server, "demo")
+    tracker = MlflowTracker(mlflow_server, "demo", sol_score=SolScorer())
     attempts = _run_campaign(tracker, make_attempt, tmp_path)
     client = MlflowClient(tracking_uri=mlflow_server)
     _check_campaign(client, tracker, attempts, tmp_path, monkeypatch)
@@ -342,12 +382,12 @@ def test_start_campaign_twice_is_a_programming_error(sqlite_uri: str) -> None:
 
 
 def test_limits_match_mlflow() -> None:
-    from kernelarc.tracking import mlflow_tracker
+    from kernelarc.tracking import mlflow_payload
 
-    assert mlflow_tracker._MAX_PARAM_VALUE == validation.MAX_PARAM_VAL_LENGTH
-    assert mlflow_tracker._MAX_TAG_VALUE == validation.MAX_TAG_VAL_LENGTH
-    assert mlflow_tracker._MAX_KEY == validation.MAX_ENTITY_KEY_LENGTH
-    assert mlflow_tracker._MAX_PARAMS_PER_BATCH == validation.MAX_PARAMS_TAGS_PER_BATCH
+    assert mlflow_payload.MAX_PARAM_VALUE == validation.MAX_PARAM_VAL_LENGTH
+    assert mlflow_payload.MAX_TAG_VALUE == validation.MAX_TAG_VAL_LENGTH
+    assert mlflow_payload.MAX_KEY == validation.MAX_ENTITY_KEY_LENGTH
+    assert mlflow_payload.MAX_PARAMS_PER_BATCH == validation.MAX_PARAMS_TAGS_PER_BATCH
 
 
 def _attempt_statuses() -> set[str]:

@@ -1,0 +1,475 @@
+"""`kernelarc sync RUN_DIR`: upload to MLflow what the store lacks of a campaign, from its run dir.
+
+Place in the flow: `kernelarc campaign` calls `sync_run_dir` after the tracker finished (a no-op
+when the ledger shows everything arrived); a person calls it after an outage, or to upload a
+`tracking=none` campaign. attempts.jsonl is the source of truth; the run dir's ledger
+(`sync_ledger`) says what already arrived. A part the ledger does not list is looked up on the
+server first, so a re-sync, or one after a request that timed out but was applied, never logs
+anything twice. The parent run is found through the ledger, else the `kernelarc.campaign_uid` tag,
+else the `kernelarc.run_dir` tag; only then is a new one made.
+"""
+
+import logging
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+# Telemetry is read when mlflow is imported, so this must come first.
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+
+from mlflow.entities import Metric, Run
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+
+from kernelarc.errors import ConfigError, TrackingError
+from kernelarc.schema import Attempt
+from kernelarc.tracking import keys, mlflow_tables
+from kernelarc.tracking import mlflow_payload as payload
+from kernelarc.tracking.attempts_log import ATTEMPTS_FILE, read_attempts
+from kernelarc.tracking.mlflow_payload import AttemptPayload, CampaignProgress, SolScore
+from kernelarc.tracking.mlflow_tracker import BACKEND_ERRORS
+from kernelarc.tracking.proposal_fields import proposal_model, read_conclusions
+from kernelarc.tracking.run_metadata import identity_from_run_dir, read_campaign_json
+from kernelarc.tracking.sync_ledger import (
+    LEDGER_FILE,
+    PARTS,
+    CampaignEntry,
+    LedgerView,
+    LoggedEntry,
+    MarkEntry,
+    Part,
+    RunEntry,
+    SyncLedger,
+)
+
+logger = logging.getLogger(__name__)
+
+TERMINAL = ("FINISHED", "FAILED", "KILLED")
+"""campaign.json statuses after which sync ends the runs."""
+
+
+@dataclass
+class SyncReport:
+    """What one sync did."""
+
+    run_dir: Path
+    """The campaign's run dir."""
+    tracking_uri: str
+    """The store synced to."""
+    experiment: str
+    """Experiment name."""
+    parent_run_id: str = ""
+    """The campaign's parent run."""
+    attempts: int = 0
+    """Attempts in attempts.jsonl."""
+    created: list[str] = field(default_factory=list)
+    """Runs this sync created (`campaign`, `agent <name>`)."""
+    uploaded: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PARTS, 0))
+    """Parts uploaded, by part."""
+    found: int = 0
+    """Parts the ledger lacked but the server had (not uploaded again)."""
+    tables: bool = False
+    """The attempts (and conclusions) tables were written."""
+    closed: str | None = None
+    """Status the runs were ended with, if this sync ended them."""
+    notes: list[str] = field(default_factory=list)
+    """Things a person should know."""
+
+    @property
+    def changed(self) -> bool:
+        """True if anything was written to MLflow."""
+        return bool(self.created or sum(self.uploaded.values()) or self.tables or self.closed)
+
+    def describe(self) -> str:
+        """A few lines for a person."""
+        up = ", ".join(f"{n} {part}" for part, n in self.uploaded.items() if n) or "nothing"
+        lines = [
+            f"{self.run_dir} -> {self.tracking_uri} (experiment {self.experiment!r}, "
+            f"run {self.parent_run_id}): {self.attempts} attempts",
+            f"  created: {', '.join(self.created) or 'nothing'}; uploaded: {up}; "
+            f"already there: {self.found}; tables {'written' if self.tables else 'unchanged'}; "
+            f"runs {'ended as ' + self.closed if self.closed else 'unchanged'}",
+        ]
+        lines += [f"  note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
+
+def ledger_uri(run_dir: Path) -> str | None:
+    """The tracking URI the campaign of `run_dir` was configured with (from its ledger)."""
+    campaign = SyncLedger(run_dir / LEDGER_FILE).campaign()
+    return campaign.uri if campaign is not None and campaign.uri else None
+
+
+def sync_run_dir(
+    run_dir: Path,
+    tracking_uri: str,
+    experiment: str | None = None,
+    sol_score: SolScore | None = None,
+    verify: bool = False,
+) -> SyncReport:
+    """Upload what the store at `tracking_uri` lacks of the campaign in `run_dir`.
+
+    Args:
+        run_dir: a campaign run dir (attempts.jsonl; config.yaml, campaign.json and the ledger
+            when present).
+        tracking_uri: the store.
+        experiment: experiment name; default: the campaign's (ledger or config.yaml).
+        sol_score: scores PASSED attempts, as during the campaign (None: no SOL metrics).
+        verify: check every part on the server, not only those the ledger lacks.
+
+    Raises:
+        ConfigError: `run_dir` is not a run dir.
+        TrackingError: the store failed; what was uploaded so far stays (re-run to continue).
+    """
+    log = run_dir / ATTEMPTS_FILE
+    if not log.is_file():
+        msg = f"{run_dir}: not a KernelArc run dir (no {ATTEMPTS_FILE}); pass a campaign run dir"
+        raise ConfigError(msg)
+    attempts = sorted(read_attempts(log), key=lambda a: a.index)
+    ledger = SyncLedger(run_dir / LEDGER_FILE)
+    campaign = ledger.campaign() or _campaign_from_run_dir(run_dir)
+    name = experiment or campaign.experiment
+    sync = _Sync(run_dir, tracking_uri, name, campaign, ledger, attempts, sol_score, verify)
+    return sync.run()
+
+
+def _campaign_from_run_dir(run_dir: Path) -> CampaignEntry:
+    identity = identity_from_run_dir(run_dir)
+    return CampaignEntry(
+        uid="",
+        name=identity.name,
+        experiment=identity.experiment,
+        params=identity.params,
+        tags=payload.clean_tags(identity.tags),
+    )
+
+
+@contextmanager
+def _backend(uri: str, what: str) -> Iterator[None]:
+    try:
+        yield
+    except BACKEND_ERRORS as exc:
+        msg = (
+            f"MLflow at {uri}: cannot {what} ({type(exc).__name__}: {payload.cut(str(exc), 300)}); "
+            "what was uploaded so far is kept; run `kernelarc sync RUN_DIR` again once it answers"
+        )
+        raise TrackingError(msg) from exc
+
+
+class _Sync:
+    """One sync of one run dir to one store."""
+
+    def __init__(
+        self,
+        run_dir: Path,
+        uri: str,
+        experiment: str,
+        campaign: CampaignEntry,
+        ledger: SyncLedger,
+        attempts: list[Attempt],
+        sol_score: SolScore | None,
+        verify: bool,
+    ) -> None:
+        self.run_dir, self.uri, self.campaign, self.ledger = run_dir, uri, campaign, ledger
+        self.attempts, self.sol_score, self.verify = attempts, sol_score, verify
+        self.view: LedgerView = ledger.view(uri)
+        self.record = read_campaign_json(run_dir)
+        self.conclusions = read_conclusions(run_dir)
+        self.report = SyncReport(run_dir, uri, experiment, attempts=len(attempts))
+        self._client: MlflowClient | None = None
+        self._steps: dict[tuple[str, str], set[int]] = {}
+        self._folders: dict[str, set[str]] = {}
+
+    @property
+    def client(self) -> MlflowClient:
+        if self._client is None:
+            self._client = MlflowClient(tracking_uri=self.uri)
+        return self._client
+
+    @property
+    def status(self) -> str | None:
+        status = self.record.get("status")
+        return status if status in TERMINAL else None
+
+    def run(self) -> SyncReport:
+        if self._up_to_date():
+            self.report.parent_run_id = self.view.parent_run_id or ""
+            return self.report
+        with (
+            _backend(self.uri, "get or create the experiment"),
+            payload.sqlite_store_lock(self.uri),
+        ):
+            experiment_id = self._experiment()
+        with _backend(self.uri, "find or create the campaign run"):
+            parent = self._parent(experiment_id)
+        self.report.parent_run_id = parent
+        with _backend(self.uri, "find or create the agent runs"):
+            agents = self._agents(experiment_id, parent)
+        progress = CampaignProgress(self.sol_score)
+        steps = [progress.add(a) for a in self.attempts]
+        with _backend(self.uri, "upload the attempts"):
+            for step in steps:
+                self._sync_attempt(parent, agents[step.attempt.proposal.agent], step)
+            if self.report.changed or self.verify:
+                self._tags(parent, agents, progress)
+        with _backend(self.uri, "write the tables"):
+            self._tables(parent, agents, progress)
+        with _backend(self.uri, "end the runs"):
+            self._finish(parent, agents, progress)
+        if self.status is None:
+            self.report.notes.append(
+                f"campaign.json says {self.record.get('status', 'nothing')!r} (still running, "
+                "or it crashed): the runs are left as they are"
+            )
+        return self.report
+
+    # --- decisions --------------------------------------------------------------------------
+
+    def _up_to_date(self) -> bool:
+        """True when the ledger shows everything arrived (no request is needed)."""
+        view, n = self.view, len(self.attempts)
+        if self.verify or view.parent_run_id is None:
+            return False
+        done = all((a.index, part) in view.done for a in self.attempts for part in PARTS)
+        agents = all(a.proposal.agent in view.agent_runs for a in self.attempts)
+        tables = view.tables == (n, len(self.conclusions))
+        ended = self.status is None or (view.summary_attempts == n and view.closed == self.status)
+        return done and agents and tables and ended
+
+    def _note(self, entry: RunEntry | LoggedEntry | MarkEntry) -> None:
+        try:
+            self.ledger.append(entry)
+        except OSError as exc:
+            logger.warning("%s: cannot write the MLflow ledger (%s)", self.ledger, exc)
+
+    # --- runs -------------------------------------------------------------------------------
+
+    def _experiment(self) -> str:
+        location = payload.default_artifact_location(self.uri)
+        return payload.ensure_experiment(self.client, self.report.experiment, location)
+
+    def _parent(self, experiment_id: str) -> str:
+        known = self.view.parent_run_id
+        if known is not None and self._live(known, experiment_id):
+            return known
+        found = self._search_parent(experiment_id)
+        if found is None:
+            found = self._create_parent(experiment_id)
+        if found != known:
+            self._note(
+                RunEntry(kind="parent", uri=self.uri, experiment_id=experiment_id, run_id=found)
+            )
+            self.view = self.ledger.view(self.uri)
+        self._complete_parent(found)
+        return found
+
+    def _live(self, run_id: str, experiment_id: str) -> bool:
+        try:
+            run = self.client.get_run(run_id)
+        except MlflowException as exc:
+            if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
+                return False
+            raise
+        return run.info.lifecycle_stage == "active" and run.info.experiment_id == experiment_id
+
+    def _search_parent(self, experiment_id: str) -> str | None:
+        kind = f"tags.`{keys.KIND}` = '{keys.KIND_CAMPAIGN}'"
+        if self.campaign.uid:
+            where = f"{kind} and tags.`{keys.CAMPAIGN_UID}` = '{self.campaign.uid}'"
+        else:
+            run_dir = str(self.run_dir.resolve())
+            if "'" in run_dir:
+                return None
+            where = f"{kind} and tags.`{keys.RUN_DIR}` = '{run_dir}'"
+        found = self.client.search_runs([experiment_id], filter_string=where, max_results=10)
+        runs = sorted(found, key=lambda r: (r.info.start_time or 0, r.info.run_id))
+        return str(runs[0].info.run_id) if runs else None
+
+    def _create_parent(self, experiment_id: str) -> str:
+        tags = {**self.campaign.tags, keys.KIND: keys.KIND_CAMPAIGN}
+        if self.campaign.uid:
+            tags[keys.CAMPAIGN_UID] = self.campaign.uid
+        run = self.client.create_run(
+            experiment_id,
+            start_time=_ms(self.record.get("started_at")),
+            tags=tags,
+            run_name=self.campaign.name,
+        )
+        self.report.created.append("campaign")
+        return str(run.info.run_id)
+
+    def _complete_parent(self, parent: str) -> None:
+        """Log the params and config.yaml the parent run lacks (a start cut short)."""
+        run = self.client.get_run(parent)
+        missing = [
+            p for p in payload.clean_params(self.campaign.params) if p.key not in run.data.params
+        ]
+        for first in range(0, len(missing), payload.MAX_PARAMS_PER_BATCH):
+            chunk = missing[first : first + payload.MAX_PARAMS_PER_BATCH]
+            self.client.log_batch(parent, params=chunk)
+        config = self.run_dir / keys.CONFIG_YAML
+        listed = {f.path for f in self.client.list_artifacts(parent)}
+        if keys.CONFIG_YAML not in listed and config.is_file():
+            text = config.read_text(encoding="utf-8")
+            payload.log_text(self.client, parent, keys.CONFIG_YAML, text)
+
+    def _agents(self, experiment_id: str, parent: str) -> dict[str, str]:
+        runs = dict(self.view.agent_runs)
+        strategies: dict[str, str] = {}
+        for attempt in self.attempts:
+            strategies.setdefault(attempt.proposal.agent, attempt.proposal.strategy)
+        missing = [agent for agent in strategies if agent not in runs]
+        if not missing:
+            return runs
+        where = f"tags.`{keys.PARENT_RUN_ID}` = '{parent}'"
+        children = {
+            r.data.tags.get(keys.AGENT, r.info.run_name): r.info.run_id
+            for r in self.client.search_runs([experiment_id], filter_string=where)
+        }
+        for agent in missing:
+            run_id = children.get(agent) or self._create_agent(
+                experiment_id, parent, agent, strategies[agent]
+            )
+            runs[agent] = run_id
+            self._note(
+                RunEntry(
+                    kind="agent",
+                    uri=self.uri,
+                    experiment_id=experiment_id,
+                    run_id=run_id,
+                    agent=agent,
+                    parent_run_id=parent,
+                )
+            )
+        return runs
+
+    def _create_agent(self, experiment_id: str, parent: str, agent: str, strategy: str) -> str:
+        tags = {
+            **self.campaign.tags,
+            keys.PARENT_RUN_ID: parent,
+            keys.KIND: keys.KIND_AGENT,
+            keys.AGENT: payload.cut(agent, payload.MAX_TAG_VALUE),
+            keys.STRATEGY: payload.cut(strategy, payload.MAX_TAG_VALUE),
+        }
+        start = _ms(self.record.get("started_at"))
+        run = self.client.create_run(experiment_id, start_time=start, tags=tags, run_name=agent)
+        self.report.created.append(f"agent {agent}")
+        return str(run.info.run_id)
+
+    # --- attempts ---------------------------------------------------------------------------
+
+    def _sync_attempt(self, parent: str, run_id: str, step: AttemptPayload) -> None:
+        attempt = step.attempt
+        uploads: dict[Part, tuple[Callable[[], bool], Callable[[], object]]] = {
+            "metrics": (
+                lambda: self._has_step(run_id, keys.EVAL_STATUS_CODE, attempt.index),
+                lambda: self.client.log_batch(run_id, metrics=step.agent_metrics),
+            ),
+            "artifacts": (
+                lambda: self._has_folder(run_id, attempt),
+                lambda: payload.upload_attempt_artifacts(self.client, run_id, attempt),
+            ),
+            "campaign": (
+                lambda: self._has_step(parent, keys.CAMPAIGN_CANDIDATES, attempt.index),
+                lambda: self.client.log_batch(parent, metrics=step.campaign_metrics),
+            ),
+        }
+        for part, (present, upload) in uploads.items():
+            if (attempt.index, part) in self.view.done and not self.verify:
+                continue
+            if present():
+                self.report.found += 1
+            else:
+                upload()
+                self.report.uploaded[part] += 1
+            self._note(LoggedEntry(uri=self.uri, run_id=parent, index=attempt.index, part=part))
+
+    def _has_step(self, run_id: str, key: str, step: int) -> bool:
+        if (run_id, key) not in self._steps:
+            history = self.client.get_metric_history(run_id, key)
+            self._steps[(run_id, key)] = {m.step for m in history}
+        return step in self._steps[(run_id, key)]
+
+    def _has_folder(self, run_id: str, attempt: Attempt) -> bool:
+        """The attempt's folder exists and holds attempt.json (uploaded last, so complete)."""
+        if run_id not in self._folders:
+            listed = self.client.list_artifacts(run_id, keys.ATTEMPTS_DIR)
+            self._folders[run_id] = {f.path for f in listed if f.is_dir}
+        folder = keys.attempt_artifact_dir(attempt.index, attempt.proposal.id)
+        if folder not in self._folders[run_id]:
+            return False
+        files = {f.path for f in self.client.list_artifacts(run_id, folder)}
+        return f"{folder}/{keys.ATTEMPT_JSON}" in files
+
+    def _tags(self, parent: str, agents: dict[str, str], progress: CampaignProgress) -> None:
+        self.client.log_batch(parent, tags=progress.campaign_tags())
+        models: dict[str, str] = {}
+        for attempt in self.attempts:
+            model = proposal_model(attempt.proposal)
+            if model is not None:
+                models.setdefault(attempt.proposal.agent, model)
+        for agent, model in models.items():
+            self.client.set_tag(agents[agent], keys.MODEL, payload.cut(model, 8000))
+
+    def _tables(self, parent: str, agents: dict[str, str], progress: CampaignProgress) -> None:
+        counts = (len(self.attempts), len(self.conclusions))
+        if not (self.verify or self.report.changed or self.view.tables != counts):
+            return
+        data = mlflow_tables.attempts_table(self.attempts, progress.sol_scores, agents)
+        mlflow_tables.upload_table(self.client, parent, data, keys.ATTEMPTS_TABLE)
+        if self.conclusions:
+            table = mlflow_tables.conclusions_table(self.conclusions, self.attempts, agents)
+            mlflow_tables.upload_table(self.client, parent, table, keys.CONCLUSIONS_TABLE)
+        self.report.tables = True
+        self._note(
+            MarkEntry(
+                kind="tables",
+                uri=self.uri,
+                run_id=parent,
+                attempts=counts[0],
+                conclusions=counts[1],
+            )
+        )
+
+    def _finish(self, parent: str, agents: dict[str, str], progress: CampaignProgress) -> None:
+        """For an ended campaign: the final metrics, the degraded tag cleared, runs ended."""
+        status = self.status
+        if status is None:
+            return
+        run = self.client.get_run(parent)
+        self._summary(run, progress)
+        if run.data.tags.get(keys.TRACKING_DEGRADED) == "true":
+            # Everything in attempts.jsonl is in the store now.
+            self.client.delete_tag(parent, keys.TRACKING_DEGRADED)
+        end = _ms(self.record.get("finished_at"))
+        ended = False
+        for run_id in [*agents.values(), parent]:
+            if self.client.get_run(run_id).info.status != status:
+                self.client.set_terminated(run_id, status=status, end_time=end)
+                ended = True
+        if ended:
+            self.report.closed = status
+        self._note(MarkEntry(kind="closed", uri=self.uri, run_id=parent, status=status))
+
+    def _summary(self, run: Run, progress: CampaignProgress) -> None:
+        n = len(self.attempts)
+        final = progress.final_metrics()
+        stale = {k: v for k, v in final.items() if run.data.metrics.get(k) != v}
+        if stale:
+            now, step = payload.now_ms(), max((a.index for a in self.attempts), default=0)
+            metrics = [Metric(k, v, now, step) for k, v in stale.items()]
+            self.client.log_batch(run.info.run_id, metrics=metrics)
+        self._note(MarkEntry(kind="summary", uri=self.uri, run_id=run.info.run_id, attempts=n))
+
+
+def _ms(iso: object) -> int | None:
+    """Milliseconds since the epoch of an ISO time (None when missing or malformed)."""
+    if not isinstance(iso, str):
+        return None
+    try:
+        return int(datetime.fromisoformat(iso).timestamp() * 1000)
+    except ValueError:
+        return None

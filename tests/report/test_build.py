@@ -1,0 +1,140 @@
+"""build_report on run dirs laid out like a 2x2 Hydra sweep: files, numbers and the page."""
+
+import base64
+import json
+import re
+import statistics
+from pathlib import Path
+
+import pytest
+
+from kernelarc.errors import ConfigError
+from kernelarc.report.build import ReportOptions, build_report
+from kernelarc.report.inputs import find_run_dirs, load_campaigns
+from kernelarc.schema import Attempt, EvalStatus, Verdict
+from tests.report.conftest import write_run_dir
+from tests.tracking.conftest import build_attempt
+
+NEW_BEST = Verdict.NEW_BEST
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _attempts(seed: int, guard: str) -> list[Attempt]:
+    """Different numbers per job; the roofline bound gives every incumbent a SOL score."""
+    base = 1.0 + 0.5 * seed + (0.25 if guard == "off" else 0.0)
+    return [
+        build_attempt(0, agent="compiler", strategy="compiler", speedup=base, verdict=NEW_BEST),
+        build_attempt(1, agent="triton", strategy="triton", status=EvalStatus.COMPILE_ERROR),
+        build_attempt(
+            2,
+            agent="triton",
+            strategy="triton",
+            speedup=base + 1.0,
+            verdict=NEW_BEST,
+            roofline_ms=0.5,
+        ),
+        build_attempt(3, agent="compiler", strategy="compiler", speedup=base + 5.0),
+    ]
+
+
+@pytest.fixture
+def sweep(tmp_path: Path) -> Path:
+    root = tmp_path / "multirun" / "abl" / "2026-12-02_10-00-00"
+    job = 0
+    for guard in ("default", "off"):
+        for seed in (0, 1):
+            write_run_dir(
+                root / str(job),
+                _attempts(seed, guard),
+                overrides=["name=abl", f"guard={guard}", f"seed={seed}", "budget.candidates=4"],
+                config={"name": "abl", "seed": seed, "problem": "axpby_h1024"},
+            )
+            job += 1
+    (root / "multirun.yaml").write_text("hydra: {}\n")
+    return root
+
+
+def _sol(speedup: float, bound: float = 0.5) -> float:
+    """SOL-ExecBench score of a 1 ms kernel whose reference takes `speedup` ms."""
+    return 1.0 / (1.0 + (1.0 - bound) / (speedup - bound))
+
+
+def test_report_numbers_match_the_runs(sweep: Path, tmp_path: Path) -> None:
+    campaigns = load_campaigns([str(sweep)], "sqlite:///unused.db")
+    assert [Path(c.label).name for c in campaigns] == ["0", "1", "2", "3"]
+    out = tmp_path / "report"
+    report = build_report(campaigns, out, ReportOptions(target=2.5))
+
+    assert report.arm_keys == ["guard"]
+    assert report.budget == 4
+    data = json.loads((out / "report.json").read_text())
+    arms = {a["arm"]: a for a in data["arms"]}
+    assert list(arms) == ["guard=default", "guard=off"]
+    for guard, arm in (("default", arms["guard=default"]), ("off", arms["guard=off"])):
+        finals = [1.0 + 0.5 * s + (0.25 if guard == "off" else 0.0) + 1.0 for s in (0, 1)]
+        assert arm["final_best_speedup"]["mean"] == pytest.approx(statistics.mean(finals))
+        assert arm["final_best_speedup"]["n"] == 2
+        # n = 2: t(0.975, 1) = 12.706 times the standard error.
+        half = 12.706204736174707 * statistics.stdev(finals) / 2**0.5
+        assert arm["final_best_speedup"]["high"] == pytest.approx(statistics.mean(finals) + half)
+        sols = [_sol(f) for f in finals]
+        assert arm["final_sol_score"]["mean"] == pytest.approx(statistics.mean(sols))
+        # Target 2.5: reached at attempt 3 by runs whose final best is >= 2.5.
+        reached = [3 for f in finals if f >= 2.5]
+        assert arm["reached_target"] == len(reached)
+        credit = arm["credit_agents"]
+        assert credit["triton"] == pytest.approx(1.0)
+        assert credit["compiler"] + credit["triton"] == pytest.approx(statistics.mean(finals))
+    runs = {Path(r["label"]).name: r for r in data["runs"]}
+    assert runs["3"]["final_best_speedup"] == pytest.approx(2.75)
+    assert runs["3"]["best_so_far"] == pytest.approx([1.75, 1.75, 2.75, 2.75])
+    assert runs["3"]["candidates_to_target"] == 3
+    assert runs["0"]["candidates_to_target"] is None
+    assert [g["agent"] for g in runs["0"]["gains"]] == ["compiler", "triton"]
+
+
+def test_report_page_is_self_contained(sweep: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    report = build_report(load_campaigns([str(sweep)], "unused"), out, ReportOptions())
+    names = {p.name for p in report.files}
+    assert names == {
+        "report.html",
+        "report.json",
+        "arms.csv",
+        "runs.csv",
+        "best_so_far.png",
+        "credit_agents.png",
+        "credit_strategies.png",
+    }
+    for png in ("best_so_far.png", "credit_agents.png", "credit_strategies.png"):
+        assert (out / png).read_bytes().startswith(PNG_MAGIC)
+    page = (out / "report.html").read_text()
+    images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    assert len(images) == 3
+    assert all(base64.b64decode(i).startswith(PNG_MAGIC) for i in images)
+    assert not re.search(r'(src|href)="(?!data:)', page), "the page must not load anything"
+    assert "guard=default" in page and "guard=off" in page
+    # Default target: 0.9 x the best final speedup (2.75).
+    assert "2.48x" in page
+    csv_rows = (out / "arms.csv").read_text().splitlines()
+    assert csv_rows[0].startswith("problem,arm,runs,final_best_speedup")
+    assert len(csv_rows) == 3
+
+
+def test_explicit_budget_and_bootstrap(sweep: Path, tmp_path: Path) -> None:
+    options = ReportOptions(budget=2, ci="bootstrap", confidence=0.9)
+    report = build_report(load_campaigns([str(sweep)], "unused"), tmp_path / "r", options)
+    default = report.arms[0]
+    assert default.final_best.mean == pytest.approx(statistics.mean([1.0, 1.5]))
+    assert 1.0 <= default.final_best.low <= default.final_best.high <= 1.5
+    assert default.credit_agents == pytest.approx({"compiler": 1.25})
+
+
+def test_bad_inputs_are_named(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match="no run dir"):
+        find_run_dirs(tmp_path / "empty")
+    with pytest.raises(ConfigError, match="--budget must be >= 1"):
+        ReportOptions(budget=0)
+    with pytest.raises(ConfigError, match="--ci"):
+        ReportOptions(ci="jackknife")
