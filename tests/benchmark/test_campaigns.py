@@ -69,5 +69,9 @@ def test_the_deadline_stops_proposals() -> None:
 
 
 def test_baselines_per_device() -> None:
-    assert wanted_baselines("cuda") == ("compile-default", "compile-max-autotune")
+    assert wanted_baselines("cuda") == (
+        "compile-default",
+        "compile-max-autotune-no-cudagraphs",
+        "compile-max-autotune",
+    )
     assert wanted_baselines("cpu") == ("compile-default", "compile-max-autotune-no-cudagraphs")
