@@ -15,6 +15,7 @@ from kernelarc.benchmark.campaigns import (
     default_problems,
     wanted_baselines,
 )
+from kernelarc.config import OFFLINE_STRATEGIES
 from kernelarc.errors import ConfigError
 from kernelarc.problems.builtin_set import builtin_names, resolve_problem
 from kernelarc.problems.files import load_problem
@@ -40,7 +41,7 @@ def test_overrides_compose_into_the_offline_campaign(tmp_path: Path) -> None:
     assert (cfg.problem, cfg.workloads, cfg.device) == ("softmax", "workload_gpu.jsonl", "cuda")
     assert (cfg.budget.candidates, cfg.seed, cfg.eval.correctness_rounds) == (64, 3, 3)
     assert cfg.tracking.kind == "none"
-    assert cfg.agents.team == ["compiler", "triton_template"]
+    assert [spec.kind for spec in cfg.agents.team] == list(OFFLINE_STRATEGIES)
     assert cfg.guard.min_repeats == 1
     assert cfg.guard.max_repeats == 5  # the user's --set comes last
     assert cfg.guard.roofline.measure is True
