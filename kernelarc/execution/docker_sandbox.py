@@ -46,6 +46,9 @@ HOST_GRACE_S = 15.0
 POISONED_CUDA = re.compile(r"illegal memory access|CUDA error|unspecified launch failure")
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
 _DOCKER_ERRORS = (docker.errors.DockerException, OSError)
+_REMOVE_ATTEMPTS = 4
+#: Label naming the DockerSandbox instance a pool container belongs to.
+OWNER = "kernelarc.sandbox_owner"
 
 
 @dataclass
@@ -73,24 +76,39 @@ def _default_user() -> str:
     return f"{os.getuid()}:{os.getgid()}" if os.getuid() != 0 else "1000:1000"
 
 
-def _remove_all(client: Any, slots: dict[str, _Slot]) -> None:
-    """Stop and remove every pool container and its eval dir (close() and the exit finalizer)."""
+def _remove_all(client: Any, slots: dict[str, _Slot], owner: str) -> None:
+    """Remove every pool container and its eval dir (close() and the exit finalizer), then any
+    container of this sandbox an earlier removal left behind (found by its `owner` label)."""
     for slot in slots.values():
         _drop_container(slot)
     with contextlib.suppress(*_DOCKER_ERRORS):
+        for container in client.containers.list(all=True, filters={"label": f"{OWNER}={owner}"}):
+            _remove_container(container)
+    with contextlib.suppress(*_DOCKER_ERRORS):
         client.close()
+
+
+def _remove_container(container: Any) -> None:
+    """Force-remove, retried: on a loaded host the engine can give up waiting for the kill."""
+    for attempt in range(_REMOVE_ATTEMPTS):
+        try:
+            container.remove(force=True)
+        except docker.errors.NotFound:
+            return
+        except _DOCKER_ERRORS as exc:
+            if attempt + 1 == _REMOVE_ATTEMPTS:
+                logger.warning("cannot remove sandbox container %s: %s", container.short_id, exc)
+                return
+            time.sleep(1.0 + attempt)
+        else:
+            return
 
 
 def _drop_container(slot: _Slot) -> None:
     container, pool_dir = slot.container, slot.pool_dir
     slot.container, slot.pool_dir, slot.baseline_pids = None, None, frozenset()
     if container is not None:
-        try:
-            container.remove(force=True)
-        except docker.errors.NotFound:
-            pass
-        except _DOCKER_ERRORS as exc:
-            logger.warning("cannot remove sandbox container %s: %s", container.short_id, exc)
+        _remove_container(container)
     if pool_dir is not None:
         shutil.rmtree(pool_dir, ignore_errors=True)
 
@@ -114,12 +132,15 @@ class DockerSandbox:
         user: str | None = None,
         python: str = "python",
         tmpfs_size_mb: int = 4096,
+        max_file_size_bytes: int | None = 256 * 1024**2,
         work_root: str | Path | None = None,
         extra_mounts: Mapping[str, str] | None = None,
         extra_env: Mapping[str, str] | None = None,
     ) -> None:
         """Options; the engine is contacted now (SandboxError when it cannot be reached).
 
+        `max_file_size_bytes` is RLIMIT_FSIZE in the container (as LocalSandbox): the eval dir
+        is a host directory, so without it a candidate could fill the host's disk; None = none.
         `network` True gives the container docker's default network (off: `none`). `user` None
         is the host's uid:gid (1000:1000 when the host is root). `work_root` is where the
         per-container eval dirs are made (None: the system temp dir); it must be a path the
@@ -135,6 +156,7 @@ class DockerSandbox:
         self.user = user or _default_user()
         self.python = python
         self.tmpfs_size_mb = tmpfs_size_mb
+        self.max_file_size_bytes = max_file_size_bytes
         self.work_root = Path(work_root) if work_root is not None else None
         self.extra_mounts = dict(extra_mounts or {})
         self.extra_env = {k: v for k, v in (extra_env or {}).items() if not _SECRET_NAME.search(k)}
@@ -148,7 +170,10 @@ class DockerSandbox:
             raise SandboxError(msg) from exc
         self._slots: dict[str, _Slot] = {}
         self._slots_lock = threading.Lock()
-        self._finalizer = weakref.finalize(self, _remove_all, self._client, self._slots)
+        self._owner = uuid.uuid4().hex
+        self._finalizer = weakref.finalize(
+            self, _remove_all, self._client, self._slots, self._owner
+        )
 
     def __enter__(self) -> "DockerSandbox":
         return self
@@ -299,14 +324,18 @@ class DockerSandbox:
             "detach": True,
             "init": True,  # reaps orphans, so leftovers are visible and zombies never pile up
             "name": f"kernelarc-sandbox-{slot.key.replace(':', '')}-{uuid.uuid4().hex[:8]}",
-            "labels": {"kernelarc.sandbox": slot.key, "kernelarc.host_pid": str(os.getpid())},
+            "labels": {
+                "kernelarc.sandbox": slot.key,
+                "kernelarc.host_pid": str(os.getpid()),
+                OWNER: self._owner,
+            },
             "network_mode": "bridge" if self.network else "none",
             "read_only": True,
             "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={self.tmpfs_size_mb}m,mode=1777"},
             "cap_drop": ["ALL"],
             "security_opt": ["no-new-privileges"],
             "pids_limit": self.pids_limit,
-            "ulimits": [Ulimit(name="core", soft=0, hard=0)],
+            "ulimits": self._ulimits(),
             "user": self.user,
             "working_dir": EVAL_MOUNT,
             "volumes": volumes,
@@ -321,6 +350,13 @@ class DockerSandbox:
                 DeviceRequest(device_ids=[str(self.gpu)], capabilities=[["gpu"]])
             ]
         return options
+
+    def _ulimits(self) -> list[Ulimit]:
+        limits = [Ulimit(name="core", soft=0, hard=0)]
+        if self.max_file_size_bytes is not None:
+            size = self.max_file_size_bytes
+            limits.append(Ulimit(name="fsize", soft=size, hard=size))
+        return limits
 
     def _exec_env(self, workdir: str, device: str) -> dict[str, str]:
         env = {

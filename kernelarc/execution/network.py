@@ -1,11 +1,12 @@
-"""Network isolation for the local sandbox: which `unshare` wrapper works on this host.
+"""Namespaces for the local sandbox: which `unshare` wrapper works on this host.
 
-Probed once per process and cached. Preferred is a new network and PID namespace with its own
-/proc (`unshare -n -p -f --kill-child --mount-proc`): killing the sandbox then also ends
-processes that left the process group with setsid, the sandbox sees only its own processes in
-/proc (not the host's, whose memory a same-uid process could otherwise open), and /proc/PID
-means the sandbox's PID (the judge reads its workers' CPU time there).
-Fallback is a network namespace alone, then nothing (with a note).
+Probed once per process and cached. Preferred is a new network, mount and PID namespace with
+its own /proc (`unshare -n -m -p -f --kill-child --mount-proc`): killing the sandbox then also
+ends processes that left the process group with setsid, the sandbox sees only its own processes
+in /proc (not the host's, whose memory a same-uid process could otherwise open), and /proc/PID
+means the sandbox's PID (the judge reads its workers' CPU time there). The mount namespace is
+where `jail.py` makes the filesystem read-only (root hosts; see local_sandbox.py).
+Fallbacks: network and mount namespaces, a network namespace alone, then nothing (with a note).
 CUDA evaluations skip the PID namespace: on the H200 host, cudaGetDeviceCount fails with
 error 304 ("OS call failed") inside `unshare -p -f`, while `unshare -n` alone works.
 """
@@ -19,7 +20,8 @@ from dataclasses import dataclass
 logger = logging.getLogger(__name__)
 
 _CANDIDATES = (
-    ("-n", "-p", "-f", "--kill-child", "--mount-proc"),
+    ("-n", "-m", "-p", "-f", "--kill-child", "--mount-proc"),
+    ("-n", "-m"),
     ("-n",),
 )
 
@@ -31,6 +33,11 @@ class Isolation:
     prefix: tuple[str, ...]
     note: str | None
     network_isolated: bool
+
+    @property
+    def mount_namespace(self) -> bool:
+        """Whether the prefix makes a new mount namespace (where the jail can work)."""
+        return "-m" in self.prefix
 
 
 _NO_PID_ON_CUDA = "no PID namespace: CUDA does not initialise inside one (`unshare -p`)"

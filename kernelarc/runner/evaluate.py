@@ -9,8 +9,9 @@ clock (`hack_checks.implausible_latency`) using a verified "timing probe" call o
 drawn from a forked RNG, so the request's stream stays the official one.
 
 A worker that dies or overruns `workload_timeout_s` fails that workload (RUNTIME_ERROR /
-TIMEOUT); the next workload gets a fresh worker. `evaluate_request` yields one Trace per
-workload in request order so the entry point can sign and write partial results as it goes.
+TIMEOUT); the next workload gets a fresh worker, as it does after any workload that did not
+pass. `evaluate_request` yields one Trace per workload in request order so the entry point can
+sign and write partial results as it goes.
 
 Statuses decided here beyond the official flow: an input the solution changed although the
 reference leaves it unchanged is INCORRECT_NUMERICAL (its observable result differs from the
@@ -123,6 +124,10 @@ def evaluate_request(request: EvalRequest, root: Path, zygote: Zygote) -> Iterat
         for index, workload in enumerate(request.workloads):
             logger.info("workload %s", workload.uuid)
             outcome = judge.fatal or _evaluate_guarded(judge, index, workload)
+            if outcome.status != EvalStatus.PASSED:
+                # A worker that failed is not reused: a poisoned CUDA context (illegal address),
+                # device memory it still holds, or state it broke must not decide the next one.
+                judge.discard_worker()
             yield make_trace(request, workload, environment, outcome)
     finally:
         judge.discard_worker()

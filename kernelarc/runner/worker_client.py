@@ -3,8 +3,8 @@
 Every exchange runs under the workload's remaining budget (`EvalRequest.workload_timeout_s`,
 None = unbounded; the host's wall-clock timeout still bounds the whole run). A worker that
 closes its socket, breaks the protocol or overruns the budget raises `WorkerDied` or
-`WorkerTimedOut`; the judge then `stop()`s it (SIGKILL + reap, which says how it ended) and
-starts a fresh one for the next workload.
+`WorkerTimedOut`; the judge then `stop()`s it (SIGKILL of its process tree + reap, which says
+how it ended) and starts a fresh one for the next workload.
 """
 
 import contextlib
@@ -53,6 +53,30 @@ class RunResult:
 
 
 _REPLY_HEADER_ONLY = 0
+_TREE_PASSES = 50
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _descendants(root: int) -> list[int]:
+    """Every process below `root` in the parent tree, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            parent = _parent_of(int(entry.name))
+            if parent is not None:
+                children.setdefault(parent, []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 class WorkerClient:
@@ -117,13 +141,36 @@ class WorkerClient:
         return reply
 
     def stop(self) -> str:
-        """Kill and reap the worker; how it ended (`exited with code 3`, ...)."""
+        """Kill and reap the worker and every process it started; how it ended.
+
+        The worker's descendants are stopped (SIGSTOP: none can fork any more) until the set
+        is complete, then all are SIGKILLed: a fork bomb in one workload cannot keep the
+        process limit spent for the next. Orphans it made earlier are left to the sandbox.
+        """
         if self._stopped is None:
             self._sock.close()
+            for pid in self._tree():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGKILL)
             self._stopped = describe_wait_status(self._zygote.reap(self.pid))
         return self._stopped
+
+    def _tree(self) -> set[int]:
+        """The worker and its descendants, each stopped (empty when /proc is not ours)."""
+        if _parent_of(self.pid) != self._zygote.pid:
+            return set()
+        stopped: set[int] = set()
+        for _ in range(_TREE_PASSES):
+            found = {self.pid, *_descendants(self.pid)} - stopped
+            if not found:
+                break
+            for pid in found:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGSTOP)
+            stopped |= found
+        return stopped
 
     def _timeout(self) -> float | None:
         if self.budget_s is None:

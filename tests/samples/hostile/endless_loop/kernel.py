@@ -1,0 +1,6 @@
+"""Spins forever in every call."""
+
+
+def run(x, y):
+    while True:
+        pass

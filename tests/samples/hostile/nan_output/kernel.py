@@ -1,0 +1,5 @@
+import torch
+
+
+def run(x, y):
+    return torch.full_like(x, float("nan"))

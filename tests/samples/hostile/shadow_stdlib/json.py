@@ -1,0 +1,1 @@
+raise SystemExit('shadow json imported: the evaluator would use it')

@@ -1,0 +1,1 @@
+raise SystemExit('shadow random imported: the evaluator would use it')

@@ -1,0 +1,1 @@
+raise SystemExit('shadow statistics imported: the evaluator would use it')

@@ -1,0 +1,1 @@
+raise SystemExit('shadow struct imported: the evaluator would use it')

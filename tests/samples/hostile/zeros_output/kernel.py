@@ -1,0 +1,5 @@
+import torch
+
+
+def run(x, y):
+    return torch.zeros_like(x)
