@@ -106,6 +106,9 @@ class SandboxConfig:
     """Allow network access from the sandbox (off: a new network namespace where possible)."""
     docker: DockerConfig = field(default_factory=DockerConfig)
     """Used when kind is `docker`."""
+    jail: bool = True
+    """`local` on a root host: run the runner in execution/jail.py (read-only filesystem but the
+    eval dir, unprivileged user, leftovers killed); false only to rule the jail out."""
 
     def options(self) -> dict[str, Any]:
         """The keyword options `make_sandbox(self.kind, **options)` takes for this kind."""
@@ -115,7 +118,7 @@ class SandboxConfig:
             "network": self.network,
         }
         if self.kind != "docker":
-            return common
+            return {**common, "jail": self.jail}
         return {**common, **asdict(self.docker)}
 
 
