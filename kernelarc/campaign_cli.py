@@ -1,4 +1,5 @@
-"""`kernelarc campaign`: the Hydra app that composes conf/ and runs one campaign per job."""
+"""`kernelarc campaign`: the Hydra app that composes conf/ and runs one campaign per job; with
+`resume=RUN_DIR` it continues a killed campaign in its run dir (campaign_resume.py)."""
 
 import importlib.util
 import logging
@@ -17,7 +18,9 @@ from rich.table import Table
 
 from kernelarc.campaign import CampaignState, CampaignSummary, run_campaign
 from kernelarc.campaign.device import resolve_device
+from kernelarc.campaign.restore import CONFIG_FILE, recorded_attempts
 from kernelarc.campaign.team_stats import team_stats
+from kernelarc.campaign_resume import resume_args, resumed_config
 from kernelarc.cli import limit_mlflow_retries
 from kernelarc.config import CampaignConfig
 from kernelarc.errors import KernelarcError
@@ -47,6 +50,11 @@ def _config_path() -> str:
 
 def run_hydra_campaign(args: list[str]) -> int:
     """Run the Hydra app with `args` as its command line; return the exit status."""
+    try:
+        args = resume_args(args)
+    except KernelarcError as exc:
+        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        return 2
     saved = sys.argv
     sys.argv = ["kernelarc campaign", *args]
     try:
@@ -61,9 +69,12 @@ def run_hydra_campaign(args: list[str]) -> int:
 @hydra.main(version_base="1.3", config_path=_config_path(), config_name="campaign")
 def _hydra_main(dict_cfg: DictConfig) -> float | None:
     try:
+        run_dir = Path(HydraConfig.get().runtime.output_dir)
+        if dict_cfg.get("resume"):
+            # Resumes run with the recorded config (resume_args pointed Hydra at the run dir).
+            dict_cfg = resumed_config(dict_cfg, list(HydraConfig.get().overrides.task), run_dir)
         cfg = OmegaConf.to_object(dict_cfg)
         assert isinstance(cfg, CampaignConfig)
-        run_dir = Path(HydraConfig.get().runtime.output_dir)
         return _run(cfg, dict_cfg, run_dir)
     except KernelarcError as exc:
         Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
@@ -77,8 +88,11 @@ def default_tracking_uri() -> str:
 
 def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | None:
     run_dir.mkdir(parents=True, exist_ok=True)
-    config_yaml = OmegaConf.to_yaml(dict_cfg, resolve=True)
-    (run_dir / "config.yaml").write_text(config_yaml, encoding="utf-8")
+    # config.yaml describes the campaign (a later resume reads it): `resume` is not part of it.
+    recorded = dict_cfg.copy()
+    recorded.resume = None
+    config_yaml = OmegaConf.to_yaml(recorded, resolve=True)
+    _write_atomically(run_dir / CONFIG_FILE, config_yaml)
     container = OmegaConf.to_container(dict_cfg, resolve=True)
     assert isinstance(container, dict)
     config: dict[str, Any] = {str(k): v for k, v in container.items()}
@@ -97,18 +111,24 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
     tracker = make_tracker(cfg.tracking.kind, **options)
     hydra_cfg = HydraConfig.get()
     overrides = list(hydra_cfg.overrides.task)
-    tracker.start_campaign(
-        name=run_name(cfg.name, overrides),
-        params=flatten_config(config),
-        tags=campaign_tags(
+    opening: dict[str, Any] = {
+        "name": run_name(cfg.name, overrides),
+        "params": flatten_config(config),
+        "tags": campaign_tags(
             config,
             run_dir,
             device=resolve_device(cfg.device),
             choices=dict(hydra_cfg.runtime.choices),
             overrides=overrides,
         ),
-        config_yaml=config_yaml,
-    )
+        "config_yaml": config_yaml,
+    }
+    resume_tracking = getattr(tracker, "resume_campaign", None)
+    if cfg.resume is not None and callable(resume_tracking):
+        # Re-attach the campaign's MLflow runs (its ledger names them); nothing is logged twice.
+        resume_tracking(**opening, attempts=recorded_attempts(run_dir))
+    else:
+        tracker.start_campaign(**opening)
     console = Console(stderr=True)
     status, summary_metrics = "FAILED", {}
     started = time.monotonic()
@@ -136,6 +156,13 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
         _sync_at_end(console, run_dir, uri, experiment)
     _print_summary(console, cfg, summary, tracker.ui_hint())
     return summary.best.speedup if summary.best else None
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write a file so that a kill leaves either the old or the new content."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
 
 
 def _sync_at_end(console: Console, run_dir: Path, uri: str, experiment: str) -> None:

@@ -27,11 +27,28 @@ examples:
   kernelarc campaign                                  # offline campaign on the built-in rmsnorm
   kernelarc campaign problem=softmax budget.candidates=20 seed=1
   kernelarc campaign -m seed=0,1 problem=rmsnorm,softmax
+  kernelarc resume outputs/kernelarc/2026-12-02_10-00-00    # continue a killed campaign
   kernelarc eval path/to/problem --solution solution.json --json -o traces.jsonl
   kernelarc export outputs/kernelarc/2026-12-02_10-00-00 --out exports/
   kernelarc sync outputs/kernelarc/2026-12-02_10-00-00
   kernelarc report multirun/kernelarc/2026-12-02_10-00-00 --out reports/ablation
 run `kernelarc campaign --help` for every campaign setting.
+"""
+
+_EPILOG_RESUME = """\
+Continues a campaign that was killed (kill -9, a lost node, Ctrl-C) in its own run dir, with the
+config recorded there (RUN_DIR/config.yaml): no finished attempt is evaluated again or lost, the
+budget spent, the incumbent, the conclusions board, the plateau counters and the agents' history
+are taken back from attempts.jsonl and conclusions.jsonl, and the campaign's MLflow runs are
+re-attached (nothing is logged twice). An attempt that was being evaluated when it died is not
+in attempts.jsonl and may be evaluated again. Overrides may change the budget (raise
+budget.candidates to extend a finished campaign), eval.timeout_s, tracking, sandbox, executor
+and the LLM endpoint; an override of anything else (problem, agents, seed, ...) is refused.
+Same as `kernelarc campaign resume=RUN_DIR [OVERRIDES]`. See docs/mlflow.md.
+
+examples:
+  kernelarc resume outputs/kernelarc/2026-12-02_10-00-00
+  kernelarc resume outputs/kernelarc/2026-12-02_10-00-00 budget.candidates=40
 """
 
 _EPILOG_REPORT = """\
@@ -114,6 +131,10 @@ def main(argv: list[str] | None = None) -> int:
         from kernelarc.campaign_cli import run_hydra_campaign
 
         return run_hydra_campaign(args[1:])
+    if args and args[0] == "resume" and len(args) > 1 and not args[1].startswith("-"):
+        from kernelarc.campaign_cli import run_hydra_campaign
+
+        return run_hydra_campaign([f"resume={args[1]}", *args[2:]])
     parser = _build_parser()
     ns = parser.parse_args(args)
     if ns.command is None:
@@ -146,8 +167,18 @@ def _build_parser() -> argparse.ArgumentParser:
         formatter_class=fmt,
     )
     parser.add_argument("--version", action="version", version=f"kernelarc {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{campaign,eval,export,replay,sync,report}")
+    sub = parser.add_subparsers(
+        dest="command", metavar="{campaign,resume,eval,export,replay,sync,report}"
+    )
     sub.add_parser("campaign", help="run a campaign (Hydra overrides follow; see its --help)")
+    res = sub.add_parser(
+        "resume",
+        help="continue a killed campaign in its run dir (= campaign resume=RUN_DIR)",
+        epilog=_EPILOG_RESUME,
+        formatter_class=fmt,
+    )
+    res.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="the killed campaign's run dir")
+    res.add_argument("overrides", nargs="*", metavar="OVERRIDE", help="e.g. budget.candidates=40")
     rp = sub.add_parser(
         "replay",
         help="re-judge a campaign's attempts from attempts.jsonl alone",

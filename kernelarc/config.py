@@ -444,6 +444,10 @@ class CampaignConfig:
     """Coordination switches (shared memory, guard, peer state, drafting)."""
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)
     """Evaluation slots: local processes or Ray actors (docs/scale-out.md)."""
+    resume: str | None = None
+    """A killed campaign's run dir to continue (`kernelarc resume RUN_DIR`): its recorded
+    config.yaml is used, command-line overrides may only change the budget and infrastructure
+    keys (docs/mlflow.md, "Resume a killed campaign"). None: a new campaign."""
 
     def __post_init__(self) -> None:
         if self.device not in ("auto", "cpu", "cuda"):

@@ -2,12 +2,14 @@
 
 Place in the flow: the campaign loop calls `make_team(cfg.agents.team, cfg.seed, llm=cfg.llm)`
 once, then asks each agent `propose(ctx)` for candidates until it returns None or the budget is
-spent, and (shared memory on) `conclude(attempt, ctx)` after each of its attempts is judged.
+spent, and (shared memory on) `conclude(attempt, ctx)` after each of its attempts is judged; a
+resumed campaign first calls `restore(attempts)` on agents that have it.
 Offline agents only write source text (they never import torch or triton); LLM agents live in
 `kernelarc.llm`, imported only when the team has one.
 """
 
 import importlib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from kernelarc.agents.compiler_agent import CompilerAgent
@@ -50,6 +52,20 @@ class ConcludingAgent(Protocol):
     def conclude(self, attempt: Attempt, ctx: AgentContext) -> list[ConclusionDraft]:
         """Findings from one of its own judged attempts (prose claims with evidence, no code);
         called only with shared memory on. Drafts the board rejects are logged and dropped."""
+        ...
+
+
+@runtime_checkable
+class ResumableAgent(Protocol):
+    """An agent with state its context cannot give back (the optional `restore` hook).
+
+    Offline agents need none: everything they search from (anchors, cursors, random draws) is
+    derived from `AgentContext.attempts` and `seen_ids`, so a resumed one continues its search.
+    """
+
+    def restore(self, attempts: Sequence[Attempt]) -> None:
+        """Take up a resumed campaign: `attempts` are this agent's recorded attempts, oldest
+        first; called once, before its first `propose`."""
         ...
 
 
@@ -162,6 +178,7 @@ __all__ = [
     "PeerSnapshot",
     "PipeliningAgent",
     "PrecisionAgent",
+    "ResumableAgent",
     "TilingAgent",
     "TritonTemplateAgent",
     "make_team",

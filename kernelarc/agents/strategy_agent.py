@@ -80,7 +80,6 @@ class KnobStrategyAgent:
         self.name = name or self.strategy
         self.seed = seed
         self.model: str | None = None
-        self._rng = random.Random(seed + stable_hash(self.name))
         self._issued: set[str] = set()
         self._moves: dict[str, _Move] = {}
         self._spaces: dict[tuple[str, str], tuple[KnobSpace, Any] | str] = {}
@@ -106,9 +105,12 @@ class KnobStrategyAgent:
             return None
         space, extra = found
         findings = read_findings(ctx.conclusions)
+        # Drawn afresh from the seed and the agent's history, never carried between calls: a
+        # resumed campaign's agent makes the same next move as one that was never stopped.
+        rng = random.Random(self.seed + stable_hash(self.name) + 7919 * len(ctx.attempts))
         skip = set(ctx.seen_ids) | self._issued | {a.proposal.id for a in ctx.attempts}
         tried: set[tuple[tuple[str, str], ...]] = set()
-        for move in self._candidates(ctx, space, findings):
+        for move in self._candidates(ctx, space, findings, rng):
             key = setting_key(move.setting)
             if key in tried:
                 continue
@@ -160,11 +162,11 @@ class KnobStrategyAgent:
         return space.settings_of(knobs) if family == space.family else None
 
     def _candidates(
-        self, ctx: AgentContext, space: KnobSpace, findings: KnobFindings
+        self, ctx: AgentContext, space: KnobSpace, findings: KnobFindings, rng: random.Random
     ) -> Iterator[_Move]:
         owned = self.owned(space)
         if ctx.draft is not None:
-            yield from self._draft_moves(ctx, space, owned, findings)
+            yield from self._draft_moves(ctx, space, owned, findings, rng)
         passing = sorted(
             (a for a in ctx.attempts if a.status == EvalStatus.PASSED and a.speedup is not None),
             key=lambda a: -(a.speedup or 0.0),
@@ -174,32 +176,35 @@ class KnobStrategyAgent:
             start = self._start(space, owned, findings)
             if space.is_valid(start):
                 yield _Move(start, None, None)
-            for knob, setting in coordinate_moves(space, start, owned, findings.rank, self._rng):
+            for knob, setting in coordinate_moves(space, start, owned, findings.rank, rng):
                 yield _Move(setting, None, knob)
-            for setting in owned_settings(space, start, owned, self._rng):
+            for setting in owned_settings(space, start, owned, rng):
                 yield _Move(setting, None, None)
             return
         for parent, setting in anchors:
-            for knob, moved in coordinate_moves(space, setting, owned, findings.rank, self._rng):
+            for knob, moved in coordinate_moves(space, setting, owned, findings.rank, rng):
                 yield _Move(moved, parent, knob)
         best, best_setting = anchors[0]
-        for setting in owned_settings(space, best_setting, owned, self._rng):
+        for setting in owned_settings(space, best_setting, owned, rng):
             yield _Move(setting, best, None)
 
     def _draft_moves(
-        self, ctx: AgentContext, space: KnobSpace, owned: tuple[str, ...], findings: KnobFindings
+        self,
+        ctx: AgentContext,
+        space: KnobSpace,
+        owned: tuple[str, ...],
+        findings: KnobFindings,
+        rng: random.Random,
     ) -> Iterator[_Move]:
         assert ctx.draft is not None
         base = ctx.draft.base
         base_setting = self.in_space(space, base) if base is not None else None
         if base is not None and base_setting is not None:
-            for knob, moved in coordinate_moves(
-                space, base_setting, owned, findings.rank, self._rng
-            ):
+            for knob, moved in coordinate_moves(space, base_setting, owned, findings.rank, rng):
                 yield _Move(moved, base, knob)
             return
         # A fresh line: a new seeded point of the owned knobs, the others at the default.
-        for setting in owned_settings(space, dict(space.default), owned, self._rng):
+        for setting in owned_settings(space, dict(space.default), owned, rng):
             yield _Move(setting, None, None)
 
     def _start(self, space: KnobSpace, owned: tuple[str, ...], findings: KnobFindings) -> Knobs:

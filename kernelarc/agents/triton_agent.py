@@ -47,7 +47,8 @@ class TritonTemplateAgent:
         self._unmatched_logged: set[str] = set()
         # Per (problem, family, device): the walk order and how far it has been walked. A
         # setting passed over (issued, or seen elsewhere) is never needed again, so each
-        # proposal renders only the settings after the cursor.
+        # proposal renders only the settings after the cursor. Nothing to restore on resume: a
+        # fresh agent walks the same order and skips what the campaign has seen.
         self._orders: dict[tuple[str, str, str], list[Knobs]] = {}
         self._cursors: dict[tuple[str, str, str], int] = {}
 

@@ -5,7 +5,8 @@ an agent's `AgentContext` (built per `coordination.*` switch: conclusions only w
 peer snapshots only with peer state on, a draft order only with drafting on), `stamp`s the
 provenance of the proposal that came back (conclusions seen, draft, parent), counts an accepted
 draft, and `observe`s every judged attempt (plateau trackers, retractions). Outside the lock it
-runs an agent's `conclude` hook (memory on only) and publishes the drafts. Everything an agent
+runs an agent's `conclude` hook (memory on only) and publishes the drafts. A resumed campaign
+calls `restore` first with the recorded attempts. Everything an agent
 receives is a deep copy: nothing it holds aliases the campaign's state.
 """
 
@@ -68,6 +69,32 @@ class Coordinator:
             for name, _ in self.roster
         }
         self.gpu = ""
+
+    def restore(self, attempts: Sequence[Attempt]) -> None:
+        """Take up a resumed campaign: the board from its conclusions.jsonl (ConclusionBoard.
+        restore, which also makes retractions a crash kept out of the log), and each agent's
+        plateau count by replaying its recorded attempts, drafts restarting the count as they
+        did when accepted.
+
+        Raises:
+            TrackingError: a complete line of conclusions.jsonl is not a valid event.
+        """
+        if self.board is not None and self.board.path is not None:
+            self.board = ConclusionBoard.restore(
+                self.board.path,
+                attempts,
+                self.problem.name,
+                self.problem.definition.op_type or "",
+                self.cfg.max_claim_chars,
+            )
+        for attempt in attempts:
+            self._note_gpu(attempt)
+            tracker = self.plateaus.get(attempt.proposal.agent)
+            if tracker is None:
+                continue
+            if attempt.proposal.draft:
+                tracker.drafted()
+            tracker.observe(attempt)
 
     def settings(self, guard_enabled: bool) -> CoordinationSettings:
         """The switches as recorded in campaign.json (`guard` as actually in force)."""
@@ -143,10 +170,7 @@ class Coordinator:
         Returns:
             Conclusions the attempt retracted.
         """
-        if not self.gpu and self.device == "cuda":
-            self.gpu = next(
-                (t.evaluation.environment.hardware for t in attempt.traces if t.evaluation), ""
-            )
+        self._note_gpu(attempt)
         tracker = self.plateaus.get(attempt.proposal.agent)
         if tracker is not None:
             tracker.observe(attempt)
@@ -157,6 +181,13 @@ class Coordinator:
         except KernelarcError:
             logger.exception("conclusions.jsonl could not be written; retractions may be late")
             return []
+
+    def _note_gpu(self, attempt: Attempt) -> None:
+        """The GPU name, from the first CUDA trace that has one."""
+        if not self.gpu and self.device == "cuda":
+            self.gpu = next(
+                (t.evaluation.environment.hardware for t in attempt.traces if t.evaluation), ""
+            )
 
     def conclude(self, agent: Agent, attempt: Attempt, ctx: AgentContext) -> list[Conclusion]:
         """Run `agent`'s conclude hook on its attempt and publish what the board accepts (memory

@@ -9,7 +9,8 @@ candidate is judged under the guard lock, so the incumbent cannot change while t
 and confirms it (those extra evaluations take slots but not budget). An attempt is appended to
 attempts.jsonl before anything else sees it. Each context is built by the `Coordinator` per the
 `coordination.*` switches (shared conclusions, peer snapshots, drafting); after an attempt the
-agent's `conclude` hook may publish conclusions to `conclusions.jsonl` (memory on).
+agent's `conclude` hook may publish conclusions to `conclusions.jsonl` (memory on). With `resume`
+set, the loop first takes all of that back from the run dir (restore.py).
 """
 
 import contextlib
@@ -23,16 +24,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from kernelarc.agents import Agent, AgentContext, make_team
+from kernelarc.agents import Agent, AgentContext, ResumableAgent, make_team
 from kernelarc.campaign.coordinator import Coordinator
 from kernelarc.campaign.device import resolve_device
+from kernelarc.campaign.restore import check_resumable, recorded_attempts, restore_state
 from kernelarc.campaign.run_record import (
     CampaignRecord,
     campaign_roofline,
+    read_campaign_record,
     write_campaign_record,
 )
 from kernelarc.config import CampaignConfig
-from kernelarc.errors import KernelarcError, SandboxError
+from kernelarc.errors import ConfigError, KernelarcError, SandboxError
 from kernelarc.executor import Executor, make_executor
 from kernelarc.guard import (
     Challenge,
@@ -143,9 +146,18 @@ def run_campaign(
 
     `team` replaces the team built from `cfg.agents.team` (scripted agents in tests).
 
+    With `cfg.resume` set, `run_dir` is that killed campaign's run dir and the campaign goes on
+    from its attempts.jsonl (restore.py): the budget they spent, the incumbent, the conclusions
+    board, the plateau counters and each agent's own history; the tracker must already have
+    been re-attached (`MlflowTracker.resume_campaign`).
+
     Raises:
-        ConfigError: the problem, device or team cannot be set up (nothing is evaluated then).
+        ConfigError: the problem, device or team cannot be set up, or the run dir to resume is
+            not one (nothing is evaluated then).
     """
+    resuming = cfg.resume is not None
+    if resuming:
+        _check_resume_dir(cfg, run_dir)
     problem = resolve_problem(cfg.problem, cfg.workloads)
     kinds = [""] * len(team) if team is not None else [spec.kind for spec in cfg.agents.team]
     team = team if team is not None else make_team(list(cfg.agents.team), cfg.seed, llm=cfg.llm)
@@ -154,7 +166,9 @@ def run_campaign(
     )
     device = executor.device
     run_dir.mkdir(parents=True, exist_ok=True)
-    problem_copy = _copy_problem(problem, run_dir / "problem", cfg.workloads)
+    problem_copy = run_dir / "problem"
+    if not (resuming and (problem_copy / "definition.json").is_file()):
+        _copy_problem(problem, problem_copy, cfg.workloads)
     # Ceilings before any candidate runs: measured on an idle GPU (cached per model/driver).
     ceiling = resolve_ceiling(cfg.guard.roofline, device, cfg.sandbox.gpu)
     if ceiling.note:
@@ -181,9 +195,30 @@ def run_campaign(
         ],
         roofline=campaign_roofline(problem.definition, list(problem.workloads), ceiling),
     )
-    write_campaign_record(run_dir, record)
+    # The log first: it cuts a truncated last line (a kill mid-write) before it is read back.
     log = AttemptLog(run_dir / "attempts.jsonl")
     state = CampaignState(budget=cfg.budget.candidates, roster=coordinator.roster)
+    restored = 0
+    if resuming:
+        record = _resumed_record(run_dir, record)
+        attempts = recorded_attempts(run_dir)
+        restore_state(state, attempts)
+        restored = len(attempts)
+        coordinator.restore(attempts)
+        if coordinator.board is not None:
+            state.conclusions = len(coordinator.board.conclusions())
+            state.retracted = sum(c.retracted for c in coordinator.board.conclusions())
+        for agent in team:
+            if isinstance(agent, ResumableAgent):
+                agent.restore([a for a in attempts if a.proposal.agent == agent.name])
+        logger.info(
+            "resuming %s: %d of %d candidates done, best %s",
+            run_dir,
+            len(attempts),
+            state.budget,
+            f"{state.best_speedup:.3f}x" if state.best_speedup else "none",
+        )
+    write_campaign_record(run_dir, record)
     for agent in team:
         tracker.start_agent(agent.name, agent.strategy)
     worker = _AgentWorker(
@@ -203,7 +238,8 @@ def run_campaign(
     finally:
         # Warm sandboxes (the Docker pool) and Ray actors hold resources until closed.
         executor.close()
-    throughput = executor.throughput(wall_s=wall_s, candidates=len(state.attempts))
+    # Of this process only (a resumed campaign's earlier attempts took another wall clock).
+    throughput = executor.throughput(wall_s=wall_s, candidates=len(state.attempts) - restored)
     usage = log_team_usage(team)
     status = "FAILED" if state.aborted else "FINISHED"
     passed = sum(1 for a in state.attempts if a.status == EvalStatus.PASSED)
@@ -237,6 +273,33 @@ def run_campaign(
         retracted=state.retracted,
         drafts=state.drafts,
         throughput=throughput,
+    )
+
+
+def _check_resume_dir(cfg: CampaignConfig, run_dir: Path) -> None:
+    """`run_dir` must be the campaign run dir `cfg.resume` names."""
+    assert cfg.resume is not None
+    check_resumable(run_dir, config=False)
+    if Path(cfg.resume).resolve() != run_dir.resolve():
+        msg = (
+            f"resume={cfg.resume} but the campaign would write to {run_dir}; a resumed campaign "
+            "writes into the run dir it resumes (the CLI sets hydra.run.dir to it)"
+        )
+        raise ConfigError(msg)
+
+
+def _resumed_record(run_dir: Path, fresh: CampaignRecord) -> CampaignRecord:
+    """campaign.json of a resumed campaign: the recorded start, one more resume time."""
+    try:
+        recorded = read_campaign_record(run_dir)
+    except ConfigError as exc:
+        logger.warning("resume: %s; writing a new campaign.json", exc)
+        return fresh.model_copy(update={"resumed_at": [utc_now()]})
+    return fresh.model_copy(
+        update={
+            "started_at": recorded.started_at,
+            "resumed_at": [*recorded.resumed_at, utc_now()],
+        }
     )
 
 

@@ -47,6 +47,8 @@ class CampaignRecord(RecordModel):
     """ISO start time."""
     finished_at: str | None = None
     """ISO end time (None while running or after a crash)."""
+    resumed_at: list[str] = Field(default_factory=list)
+    """ISO time of every resume of the campaign after it was stopped (`kernelarc resume`)."""
     status: str = "RUNNING"
     """RUNNING, FINISHED or FAILED."""
     best_proposal_id: str | None = None

@@ -13,11 +13,17 @@ a replayed transcript runs out.
 """
 
 import logging
+from collections.abc import Sequence
 
 from kernelarc.agents.context import AgentContext
 from kernelarc.agents.proposals import stable_hash
 from kernelarc.errors import LLMError
-from kernelarc.llm.exchange import UNUSABLE_REPLY, Completion, LLMClient
+from kernelarc.llm.exchange import (
+    UNUSABLE_REPLY,
+    Completion,
+    LLMClient,
+    is_transport_failure,
+)
 from kernelarc.llm.prompt_builder import (
     build_messages,
     own_incumbent,
@@ -89,6 +95,21 @@ class LLMAgent:
             if self._failed_rounds >= self.max_failed_rounds:
                 self._retire(f"{self._failed_rounds} proposal rounds in a row gave no candidate")
         return None
+
+    def restore(self, attempts: Sequence[Attempt]) -> None:
+        """Take up a resumed campaign from this agent's recorded attempts: their candidates are
+        never proposed again, request seeds go on after the recorded requests, their exchanges
+        count in the usage totals, and a replaying client skips what they already served."""
+        own = [a for a in attempts if a.proposal.agent == self.name]
+        exchanges = [x for a in own for x in a.proposal.llm]
+        self._issued.update(a.proposal.id for a in own)
+        # At least one exchange per request: the recorded seeds are never reused.
+        self._requests = max(self._requests, len(exchanges))
+        for exchange in exchanges:
+            self.usage.record(self.name, exchange, failed=is_transport_failure(exchange))
+        skip = getattr(self.client, "skip", None)
+        if callable(skip):
+            skip(self.name, len(exchanges))
 
     def conclude(self, attempt: Attempt, ctx: AgentContext) -> list[ConclusionDraft]:
         """The conclusions the model attached to this attempt's reply, if the attempt passed."""

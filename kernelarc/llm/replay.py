@@ -88,6 +88,15 @@ class ReplayClient:
             ", ".join(f"{a} {n}" for a, n in sorted(self._recorded.items())),
         )
 
+    def skip(self, agent: str, exchanges: int) -> None:
+        """Drop the first `exchanges` of `agent`'s transcript: a resumed replay goes on after
+        what its recorded attempts already hold."""
+        with self._lock:
+            queue = self._queues.get(agent)
+            for _ in range(min(exchanges, len(queue) if queue else 0)):
+                assert queue is not None
+                queue.popleft()
+
     def complete(
         self,
         messages: Sequence[ChatMessage],
