@@ -7,12 +7,14 @@ problems with a matmul only); the seventh, compiler-driven, is `CompilerAgent`.
 
 | kind | owns |
 | --- | --- |
-| `tiling` | tile sizes: rows per program, BLOCK_M/N/K, heads per program |
-| `memory` | contiguous block widths (vector loads) and the L2 swizzle (GROUP_M) |
-| `fusion` | fusion knobs of the template; with none, the fused kernel as a whole (all knobs) |
+| `tiling` | tile sizes: rows per program (ROWS), BLOCK_M/N/K, heads per program (BLOCK_HEADS) |
+| `memory` | contiguous chunk widths (BLOCK_H, BLOCK_D), vector width (VEC), L2 swizzle (GROUP_M) |
+| `fusion` | fusion knobs (the persistent grid, PERSISTENT); with none, all knobs of the kernel |
 | `pipelining` | num_warps and num_stages (occupancy, software pipelining) |
 | `precision` | compute dtype under autocast, float32 matmul precision |
 | `library` | GEMM library path (addmm, cuBLASLt epilogue), BLAS backend, TF32 |
+
+Which knob a strategy owns is decided by name in `triton_knobs.KNOB_OWNERS`.
 
 Triton candidates carry a header that names the setting, not the agent, so two agents that reach
 the same setting produce the same proposal id and it is evaluated once.

@@ -4,8 +4,9 @@ Place in the flow: the `library` and `precision` strategy agents call `torch_spa
 problem and `render_torch` per setting. A variant is the reference itself plus settings around
 it, so it is correct wherever the tolerance allows the numerics it chooses:
 
-- `gemm_path` (library): the GEMM of a GEMM+bias+GELU problem through `torch.addmm`, or through
-  `torch._addmm_activation`, which on CUDA runs bias and GELU in the cuBLASLt epilogue;
+- `gemm_path` (library): the GEMM of a GEMM+bias(+activation) problem (the template library's
+  `gemm_epilogue` match) through `torch.addmm`, or, for a GELU or ReLU epilogue, through
+  `torch._addmm_activation`, which on CUDA runs bias and activation in the cuBLASLt epilogue;
 - `blas` (library, CUDA): `torch.backends.cuda.preferred_blas_library` (cuBLAS or cuBLASLt);
 - `tf32` (library, CUDA): TF32 tensor cores for float32 matmuls and convolutions;
 - `compute_dtype` (precision): run the reference under `torch.autocast` in bfloat16 or float16,
@@ -26,6 +27,20 @@ from kernelarc.problems.files import Problem
 from kernelarc.schema import Definition, DType
 
 _MATMUL = re.compile(r"@|\bmatmul\b|\bmm\b|\bbmm\b|\blinear\b|\beinsum\b|\baddmm\b|\bconv\w*d\b")
+GEMM_FAMILY = "gemm_epilogue"
+"""The template family whose match gives the GEMM's roles (a, b, bias) and epilogue."""
+#: The template's ACTIVATION codes (template_matchers.find_activation) and the torch call of each.
+_ACTIVATIONS = {
+    "0": "{y}",
+    "1": '_ka_torch.nn.functional.gelu({y}, approximate="none")',
+    "2": '_ka_torch.nn.functional.gelu({y}, approximate="tanh")',
+    "3": "_ka_torch.nn.functional.silu({y})",
+    "4": "_ka_torch.relu({y})",
+}
+#: ACTIVATION codes `torch._addmm_activation` runs in the epilogue (use_gelu True / False). Its
+#: GELU is the tanh form on CUDA (cuBLASLt) and the erf form on CPU; the two differ by < 1e-3,
+#: inside the bf16/fp16 tolerances, and the evaluator judges every variant anyway.
+_FUSED_ACTIVATIONS = {"1": True, "2": True, "4": False}
 _FLOAT_OUT = {DType.FLOAT32, DType.FLOAT16, DType.BFLOAT16, DType.FLOAT64}
 
 LIBRARY_KNOBS = ("gemm_path", "blas", "tf32")
@@ -53,16 +68,15 @@ def has_matmul(definition: Definition) -> bool:
 
 
 def torch_space(problem: Problem, device: str) -> tuple[KnobSpace, TemplateMatch | None] | str:
-    """The variant space of `problem` on `device` (with the GEMM+bias+GELU roles when the
-    problem has that structure), or why there is none."""
+    """The variant space of `problem` on `device` (with the GEMM roles when the problem is a
+    GEMM with a bias and an epilogue `torch.addmm` can serve), or why there is none."""
     definition = problem.definition
     if not has_matmul(definition):
         return "the problem has no matmul: library and precision settings do not apply"
-    found = match_template(problem)
-    gemm = found[1] if not isinstance(found, list) and found[1].family == "gemm_bias_gelu" else None
+    gemm = _addmm_gemm(problem)
     cuda = device == "cuda"
     options: dict[str, tuple[KnobValue, ...]] = {
-        "gemm_path": ("reference", "addmm", "addmm_activation") if gemm else ("reference",),
+        "gemm_path": _gemm_paths(gemm),
         "blas": ("default", "cublaslt", "cublas") if cuda else ("default",),
         "tf32": (False, True) if cuda else (False,),
         "compute_dtype": ("reference", "bfloat16", "float16"),
@@ -77,6 +91,29 @@ def torch_space(problem: Problem, device: str) -> tuple[KnobSpace, TemplateMatch
         allowed=lambda knobs: any(knobs[k] != v for k, v in DEFAULTS.items()),
     )
     return space, gemm
+
+
+def _addmm_gemm(problem: Problem) -> TemplateMatch | None:
+    """The `gemm_epilogue` match of a GEMM with a bias (what `torch.addmm` computes), else None."""
+    found = match_template(problem)
+    if isinstance(found, list):
+        return None
+    _, match = found
+    constants = dict(match.constants)
+    if match.family != GEMM_FAMILY or constants.get("HAS_BIAS") != "True":
+        return None
+    if constants.get("ACTIVATION") not in _ACTIVATIONS:
+        return None
+    return match
+
+
+def _gemm_paths(gemm: TemplateMatch | None) -> tuple[KnobValue, ...]:
+    """The GEMM library paths a match allows (`_addmm_activation` fuses GELU or ReLU only)."""
+    if gemm is None:
+        return ("reference",)
+    if dict(gemm.constants)["ACTIVATION"] in _FUSED_ACTIVATIONS:
+        return ("reference", "addmm", "addmm_activation")
+    return ("reference", "addmm")
 
 
 def render_torch(
@@ -143,17 +180,17 @@ def _body_lines(
     call = f"_ka_reference_run({params})"
     if gemm is not None and knobs["gemm_path"] != "reference":
         roles = dict(gemm.input_roles)
-        a, weight, bias = roles["a"], roles["weight"], roles["bias"]
-        tanh = dict(gemm.constants).get("GELU_TANH") == "True"
-        operands = f"{bias}.float(), {a}.float(), {weight}.float().t()"
+        constants = dict(gemm.constants)
+        a, b, bias = roles["a"], roles["b"], roles["bias"]
+        # The template's b is [N, K] (nn.Linear weight) or [K, N]; addmm wants [K, N].
+        b_kn = f"{b}.float().t()" if constants["B_IS_NK"] == "True" else f"{b}.float()"
+        operands = f"{bias}.float(), {a}.float(), {b_kn}"
+        activation = constants["ACTIVATION"]
         if knobs["gemm_path"] == "addmm_activation":
-            call = f"_ka_torch._addmm_activation({operands}, use_gelu=True)"
+            use_gelu = _FUSED_ACTIVATIONS[activation]
+            call = f"_ka_torch._addmm_activation({operands}, use_gelu={use_gelu})"
         else:
-            approximate = '"tanh"' if tanh else '"none"'
-            call = (
-                f"_ka_torch.nn.functional.gelu(_ka_torch.addmm({operands}), "
-                f"approximate={approximate})"
-            )
+            call = _ACTIVATIONS[activation].format(y=f"_ka_torch.addmm({operands})")
     if knobs["compute_dtype"] == "reference":
         return [f"    return _ka_cast({call})"]
     first = next(iter(definition.inputs))

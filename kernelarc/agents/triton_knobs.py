@@ -2,10 +2,10 @@
 
 Place in the flow: the Triton strategy agents (tiling, memory, fusion, pipelining) call
 `triton_space` once per problem and `render_triton` per setting. This is the only module of the
-strategy agents that reads `triton_templates`; when that library changes its interface (a
-`knob_space()` per template, rendering from a knob dict), only this adapter follows. Which
-strategy owns a knob is decided here by its name (`KNOB_OWNERS`), so knobs a new template adds
-find an owner without touching the agents.
+strategy agents that reads the templates' knob spaces; when that library changes its interface (knob
+spaces as `KnobDim` data, rendering from a knob dict), only this adapter follows. Which
+strategy owns a knob is decided here by its name (`KNOB_OWNERS`), then by the library's knob
+group (`GROUP_OWNERS`), so knobs a new template adds find an owner without touching the agents.
 """
 
 import math
@@ -16,22 +16,30 @@ from kernelarc.agents.knob_search import KnobSpace, KnobValue
 from kernelarc.agents.triton_templates import TemplateMatch, match_template, render_source
 from kernelarc.problems.files import Problem
 
-#: (strategy, knob-name pattern), first match wins; a BLOCK_*/TILE_* knob nobody else claims is
-#: tiling. Inner (contiguous) block widths and the L2 swizzle are memory access/vectorisation.
+#: (strategy, knob-name pattern), first match wins. Launch shape (warps, stages) is pipelining;
+#: contiguous row/column chunk widths (BLOCK_H of the norms, BLOCK_D of the gated activation),
+#: vector widths and the L2 swizzle (GROUP_M) are memory access; a persistent grid (one
+#: program looping over many tiles) is fusion; rows per program (ROWS) and any other
+#: BLOCK_*/TILE_* knob (BLOCK_M/N/K, BLOCK_HEADS) are tiling.
 KNOB_OWNERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("pipelining", re.compile(r"^(NUM_WARPS|NUM_STAGES|NUM_CTAS|MAXNREG|WARP_SPEC\w*)$")),
     ("memory", re.compile(r"^(BLOCK_(H|D|V|COLS|INNER)|GROUP_\w+|VEC\w*|EVICT\w*|CACHE\w*)$")),
     ("fusion", re.compile(r"FUSE|EPILOGUE|SPLIT|PERSISTENT")),
     ("precision", re.compile(r"DTYPE|ACC|PRECISION|FAST_MATH|TF32")),
-    ("tiling", re.compile(r"^(BLOCK|TILE)_\w+$")),
+    ("tiling", re.compile(r"^((BLOCK|TILE)_\w+|ROWS(_\w+)?)$")),
 )
+#: Owner of a knob no name rule claims, by the library's `KnobDim.group`, so a knob a new
+#: template adds is always searched by someone.
+GROUP_OWNERS: Mapping[str, str] = {"tile": "tiling", "launch": "pipelining", "schedule": "fusion"}
 TRITON_STRATEGIES = ("tiling", "memory", "fusion", "pipelining", "precision")
 """Strategies that may own template knobs."""
 
 
-def knob_owner(name: str) -> str:
-    """The strategy that owns a template knob ("" when no rule claims it)."""
-    return next((strategy for strategy, rule in KNOB_OWNERS if rule.search(name)), "")
+def knob_owner(name: str, group: str = "") -> str:
+    """The strategy that owns a template knob: the first `KNOB_OWNERS` rule its name matches,
+    else the owner of its `group` ("" when neither claims it)."""
+    by_name = next((strategy for strategy, rule in KNOB_OWNERS if rule.search(name)), "")
+    return by_name or GROUP_OWNERS.get(group, "")
 
 
 def triton_space(problem: Problem, device: str) -> tuple[KnobSpace, TemplateMatch] | str:
@@ -47,8 +55,9 @@ def triton_space(problem: Problem, device: str) -> tuple[KnobSpace, TemplateMatc
         name: tuple(sorted({s[name] for s in settings})) for name in settings[0]
     }
     valid = {_key(s) for s in settings}
-    # The library's first setting: on CUDA its first hand-picked (Hopper-tuned) prior, so every
-    # strategy searches its own knobs around the likely winner; the middle of the grid otherwise.
+    # The library's first prior (`default_knobs`): on CUDA its first hand-picked (Hopper-tuned)
+    # setting, so every strategy searches its own knobs around the likely winner; on CPU the
+    # first interpreter values. The middle of the grid only if the library's default is invalid.
     first = dict(template.default_knobs(device))
     if _key(first) in valid:
         default = first
@@ -58,7 +67,7 @@ def triton_space(problem: Problem, device: str) -> tuple[KnobSpace, TemplateMatc
         family=f"triton/{template.family}",
         options=options,
         default=dict(default),
-        owners={name: knob_owner(name) for name in options},
+        owners={dim.name: knob_owner(dim.name, dim.group) for dim in template.dims},
         allowed=lambda knobs: _key(knobs) in valid,
     )
     return space, match

@@ -4,7 +4,14 @@ and drafts steer them, and what they conclude."""
 from pathlib import Path
 
 import pytest
-from agent_checks import case_for, check_entry, run_checker, smallest_workload
+from agent_checks import (
+    FAMILY,
+    case_for,
+    check_entry,
+    edited_problem,
+    run_checker,
+    smallest_workload,
+)
 
 from kernelarc.agents import AgentContext, DraftOrder, make_team
 from kernelarc.agents.strategies import (
@@ -15,10 +22,11 @@ from kernelarc.agents.strategies import (
     PrecisionAgent,
     TilingAgent,
 )
-from kernelarc.agents.triton_knobs import knob_owner
+from kernelarc.agents.triton_knobs import TRITON_STRATEGIES, knob_owner, triton_space
+from kernelarc.agents.triton_templates import TEMPLATES, KernelTemplate, match_template
 from kernelarc.coordination import ConclusionBoard
 from kernelarc.guard import blocking, scan_solution
-from kernelarc.problems.builtin_set import resolve_problem
+from kernelarc.problems.builtin_set import builtin_names, resolve_problem
 from kernelarc.problems.files import Problem
 from kernelarc.schema import Attempt, Proposal, Verdict, utc_now
 from kernelarc.schema.coordination import Conclusion, ConclusionScope, Evidence
@@ -91,43 +99,112 @@ def test_which_strategies_serve_a_problem(problem: Problem, device: str, serving
     assert ("precision" in found) == ("library" in found) == (problem is GEMM)
 
 
+@pytest.mark.parametrize("name", builtin_names())
+def test_every_builtin_problem_is_served_by_the_triton_strategies(name: str) -> None:
+    problem = resolve_problem(name)
+    ctx = AgentContext(problem=problem, device="cuda")
+    for cls in (TilingAgent, MemoryAgent, PipeliningAgent, FusionAgent):
+        proposal = cls(seed=0).propose(ctx)
+        assert proposal is not None, (cls.strategy, name)
+        assert proposal.knobs["space"] == f"triton/{FAMILY[name]}"
+        assert not blocking(scan_solution(proposal.solution)), proposal.id
+    # Library and precision variants rewrite a matmul; every other problem is not theirs.
+    matmul = name == "gemm_bias_gelu"
+    for torch_cls in (LibraryAgent, PrecisionAgent):
+        assert (torch_cls(seed=0).propose(ctx) is not None) == matmul, (torch_cls.strategy, name)
+
+
+@pytest.mark.parametrize("template", TEMPLATES, ids=lambda t: t.family)
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_every_template_knob_has_an_owner_and_every_kind_is_owned(
+    template: KernelTemplate, device: str
+) -> None:
+    # Each knob of the library belongs to one Triton strategy; each kind of knob the template
+    # has (by the library's own group and the memory-access names) is owned by its strategy,
+    # and the strategy has a choice among its knobs wherever the device's grid offers one.
+    space = template.knob_space(device)
+    owners = {d.name: knob_owner(d.name, d.group) for d in template.dims}
+    assert set(owners.values()) <= set(TRITON_STRATEGIES), owners
+    kinds = {
+        "tiling": {d.name for d in template.dims if d.group == "tile"}
+        - {"VEC", "BLOCK_H", "BLOCK_D"},
+        "pipelining": {d.name for d in template.dims if d.group == "launch"},
+        "memory": set(owners) & {"VEC", "GROUP_M", "BLOCK_H", "BLOCK_D"},
+        "fusion": set(owners) & {"PERSISTENT"},
+    }
+    for strategy, names in kinds.items():
+        owned = {n for n in owners if owners[n] == strategy}
+        assert names <= owned, (strategy, names, owned)
+        if any(len(space[n]) > 1 for n in names):
+            assert any(len(space[n]) > 1 for n in owned), (strategy, space)
+
+
+@pytest.mark.parametrize("name", builtin_names())
+def test_triton_space_starts_from_the_library_default(name: str) -> None:
+    problem = resolve_problem(name)
+    found = match_template(problem)
+    assert not isinstance(found, list), found
+    template, _ = found
+    for device in ("cpu", "cuda"):
+        space = triton_space(problem, device)
+        assert not isinstance(space, str), space
+        knob_space, _ = space
+        assert dict(knob_space.default) == template.default_knobs(device)
+        assert set(knob_space.owners) == set(template.knob_names)
+        assert all(knob_space.owners.values()), knob_space.owners
+        if device == "cuda":  # the GPU grid has a choice in every strategy's knobs
+            for strategy in ("tiling", "memory", "pipelining", "fusion"):
+                assert knob_space.owned_by(strategy), (strategy, name)
+
+
 def test_knob_ownership_by_name() -> None:
     owners = {
         name: knob_owner(name)
         for name in (
-            "BLOCK_T",
+            "ROWS",
             "BLOCK_M",
+            "BLOCK_K",
             "BLOCK_HEADS",
             "BLOCK_H",
-            "BLOCK_V",
+            "BLOCK_D",
+            "VEC",
             "GROUP_M",
             "NUM_WARPS",
             "NUM_STAGES",
+            "PERSISTENT",
             "FUSE_RESIDUAL",
             "ACC_DTYPE",
         )
     }
     assert owners == {
-        "BLOCK_T": "tiling",
+        "ROWS": "tiling",
         "BLOCK_M": "tiling",
+        "BLOCK_K": "tiling",
         "BLOCK_HEADS": "tiling",
         "BLOCK_H": "memory",
-        "BLOCK_V": "memory",
+        "BLOCK_D": "memory",
+        "VEC": "memory",
         "GROUP_M": "memory",
         "NUM_WARPS": "pipelining",
         "NUM_STAGES": "pipelining",
+        "PERSISTENT": "fusion",
         "FUSE_RESIDUAL": "fusion",
         "ACC_DTYPE": "precision",
     }
+    # A name no rule knows falls back to the library's knob group, and is unowned without one.
+    assert knob_owner("SPLIT_K") == "fusion"
+    assert knob_owner("WAVES", "launch") == "pipelining"
+    assert knob_owner("WAVES", "tile") == "tiling"
+    assert knob_owner("WAVES") == ""
 
 
 @pytest.mark.parametrize(
     ("cls", "owned"),
     [
-        (TilingAgent, {"BLOCK_T"}),
-        (MemoryAgent, {"BLOCK_H"}),
-        (PipeliningAgent, {"NUM_WARPS"}),
-        (FusionAgent, {"BLOCK_T", "BLOCK_H", "NUM_WARPS"}),
+        (TilingAgent, {"ROWS"}),
+        (MemoryAgent, {"BLOCK_H", "VEC"}),
+        (PipeliningAgent, {"NUM_WARPS", "NUM_STAGES"}),
+        (FusionAgent, {"PERSISTENT"}),
     ],
 )
 def test_a_strategy_moves_only_its_knobs_around_its_incumbent(cls: type, owned: set[str]) -> None:
@@ -136,7 +213,7 @@ def test_a_strategy_moves_only_its_knobs_around_its_incumbent(cls: type, owned: 
     assert first is not None and first.parent_id is None and first.strategy == agent.strategy
     history = (_judged(first, 0, 1.5),)
     seen = {first.id}
-    for index in range(1, 3):  # NUM_WARPS has two other values
+    for index in range(1, 3):  # every owned subset has at least two one-knob moves
         ctx = AgentContext(
             problem=RMSNORM, device="cuda", attempts=history, seen_ids=frozenset(seen)
         )
@@ -157,23 +234,27 @@ def test_same_setting_from_two_strategies_is_one_proposal() -> None:
 
 
 def test_conclusions_steer_the_start_and_the_order_of_moves() -> None:
+    # Without advice an agent starts from the library's first prior (BLOCK_H 16384, 8 warps).
+    default = match_template(RMSNORM)
+    assert not isinstance(default, list)
+    prior = default[0].default_knobs("cuda")
     plain = MemoryAgent(seed=0).propose(AgentContext(problem=RMSNORM, device="cuda"))
-    assert plain is not None and plain.knobs["BLOCK_H"] == 2048
+    assert plain is not None and _setting(plain) == prior
     advice = (
-        _conclusion("c-1", "BLOCK_H 4096 over 2048: +30% on rmsnorm (attempts 4 vs 2)"),
+        _conclusion("c-1", "BLOCK_H 4096 over 16384: +30% on rmsnorm (attempts 4 vs 2)"),
         _conclusion("c-2", "NUM_WARPS 4 fails (COMPILE_ERROR) on rmsnorm (attempt 6)"),
     )
     steered = MemoryAgent(seed=0).propose(
         AgentContext(problem=RMSNORM, device="cuda", conclusions=advice)
     )
     assert steered is not None and steered.knobs["BLOCK_H"] == 4096
-    # Pipelining: the failing value is tried last.
+    # Pipelining: the failing value is tried last (after NUM_WARPS 16 and NUM_STAGES 2).
     agent = PipeliningAgent(seed=0)
     start = agent.propose(AgentContext(problem=RMSNORM, device="cuda", conclusions=advice))
     assert start is not None and start.knobs["NUM_WARPS"] != 4
     history = (_judged(start, 0, 1.0),)
     order = []
-    for _ in range(2):
+    for _ in range(3):
         ctx = AgentContext(
             problem=RMSNORM,
             device="cuda",
@@ -193,7 +274,7 @@ def test_a_draft_starts_from_the_global_best_setting() -> None:
     default = tiling.propose(_cuda())
     assert default is not None
     moved = tiling.propose(_cuda(seen_ids=frozenset({default.id})))
-    assert moved is not None and moved.knobs["BLOCK_T"] != default.knobs["BLOCK_T"]
+    assert moved is not None and moved.knobs["ROWS"] != default.knobs["ROWS"]
     best = _judged(moved, 7, 2.0)  # a peer's attempt away from the default is the global best
     agent = PipeliningAgent(seed=0)
     own = _judged(agent.propose(_cuda()) or default, 0, 1.0)
@@ -202,7 +283,9 @@ def test_a_draft_starts_from_the_global_best_setting() -> None:
     proposal = agent.propose(_cuda(attempts=(own,), draft=draft, seen_ids=seen))
     assert proposal is not None and proposal.parent_id == best.proposal.id
     changed = {k for k, v in _setting(proposal).items() if _setting(moved)[k] != v}
-    assert changed == {"NUM_WARPS"}, "one owned knob away from the global best"
+    assert len(changed) == 1 and changed <= {"NUM_WARPS", "NUM_STAGES"}, (
+        "one owned knob away from the global best"
+    )
     fresh = DraftOrder(source="reference", base=None, reason="flat")
     line = agent.propose(_cuda(attempts=(own,), draft=fresh, seen_ids=seen))
     assert line is not None and line.parent_id is None, "a fresh line from the reference"
@@ -234,7 +317,7 @@ def test_conclude_publishes_findings_the_board_accepts(tmp_path: Path) -> None:
         published = [board.publish(agent.name, agent.strategy, d) for d in drafts]
         if index == 1:
             (conclusion,) = published
-            assert conclusion.claim.startswith("BLOCK_T ") and "over" in conclusion.claim
+            assert conclusion.claim.startswith("ROWS ") and "over" in conclusion.claim
             assert "+30% on rmsnorm (attempts 1 vs 0)" in conclusion.claim
         elif index == 2:
             assert published == [], "a 1% change is noise: no conclusion"
@@ -245,19 +328,34 @@ def test_conclude_publishes_findings_the_board_accepts(tmp_path: Path) -> None:
 
 def test_library_and_precision_variants_are_correct_on_cpu(tmp_path: Path) -> None:
     checks = []
-    cases = [case_for(GEMM, smallest_workload(GEMM))]
-    for cls in (LibraryAgent, PrecisionAgent):
-        agent, seen = cls(seed=0), set()
-        while (
-            proposal := agent.propose(
-                AgentContext(problem=GEMM, device="cpu", seen_ids=frozenset(seen))
-            )
-        ) is not None:
-            seen.add(proposal.id)
-            label = f"{cls.strategy}/{proposal.rationale}"
-            checks.append(check_entry(label, GEMM, proposal, cases))
+    relu_ref = (
+        "import torch\n\n\ndef run(a, weight, bias):\n"
+        "    y = torch.nn.functional.linear(a.float(), weight.float(), bias.float())\n"
+        "    return torch.relu(y).to(torch.bfloat16)\n"
+    )
+    edit = {"name": "gemm_bias_relu", "reference": relu_ref}
+    relu = edited_problem(tmp_path / "relu", "gemm_bias_gelu", edit)
+    for problem in (GEMM, relu):
+        cases = [case_for(problem, smallest_workload(problem))]
+        for cls in (LibraryAgent, PrecisionAgent):
+            agent, seen = cls(seed=0), set()
+            while (
+                proposal := agent.propose(
+                    AgentContext(problem=problem, device="cpu", seen_ids=frozenset(seen))
+                )
+            ) is not None:
+                seen.add(proposal.id)
+                label = f"{problem.name}/{cls.strategy}/{proposal.rationale}"
+                checks.append(check_entry(label, problem, proposal, cases))
     labels = [c["label"] for c in checks]
-    assert any("addmm_activation" in label for label in labels)
+    sources = {c["label"]: c["source"] for c in checks}
+    for problem, use_gelu in ((GEMM, True), (relu, False)):
+        fused = [
+            sources[label]
+            for label in labels
+            if label.startswith(f"{problem.name}/") and "addmm_activation" in label
+        ]
+        assert fused and all(f"use_gelu={use_gelu}" in source for source in fused), labels
     assert any("compute_dtype=bfloat16" in label for label in labels)
     results = run_checker(checks, "cpu", tmp_path, interpret=False)
     assert all(r["ok"] for r in results.values()), results
