@@ -12,7 +12,14 @@ echo "[test] mypy"
 .venv/bin/mypy
 echo "[test] pytest"
 set +e
-.venv/bin/python -m pytest "$@"
+# Two workers (CI has 2 cores; most tests wait on sandboxed subprocesses); a test file stays in one
+# worker so its module fixtures (dockerd, mlflow server) start once. KERNELARC_TEST_WORKERS=0: serial.
+workers=${KERNELARC_TEST_WORKERS:-2}
+if [ "$workers" -gt 0 ]; then
+  .venv/bin/python -m pytest -n "$workers" --dist loadfile "$@"
+else
+  .venv/bin/python -m pytest "$@"
+fi
 rc=$?
 set -e
 # pytest exits 5 when no test was collected (e.g. a -k filter matched nothing): not a failure

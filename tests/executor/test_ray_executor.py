@@ -95,7 +95,7 @@ def test_campaign_on_ray_survives_a_killed_actor(tmp_path: Path, ray_tmp: Path) 
         "campaign",
         "name=ray-e2e",
         f"problem={ROOT / 'tests' / 'samples' / 'problems' / 'vector_add'}",
-        "agents.team=[compiler]",
+        "agents.team=[{kind: compiler}]",
         f"budget.candidates={BUDGET}",
         "eval.correctness_rounds=1",
         "guard=off",
