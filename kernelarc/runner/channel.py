@@ -18,6 +18,8 @@ from typing import Any, Literal
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
+from kernelarc.runner.cuda_ipc import SharedValue
+
 _FRAME = struct.Struct(">IQ")
 MAX_HEADER_BYTES = 4 * 1024 * 1024
 
@@ -57,6 +59,10 @@ class WorkerReply(BaseModel):
     """Threads started since the worker began (hooked `Thread.start`/`start_new_thread`)."""
     threads_alive: int = Field(default=0, ge=0)
     """`threading.active_count()` now."""
+    shared: list[SharedValue] | None = Field(default=None, max_length=256)
+    """The outputs as CUDA IPC descriptors (`cuda_ipc`) instead of a blob (run)."""
+    ipc_failed: bool = False
+    """The worker could not map the inputs the judge shared; send them by copy (run)."""
 
 
 def send_message(sock: socket.socket, header: dict[str, Any], blob: bytes = b"") -> None:

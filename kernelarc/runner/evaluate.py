@@ -39,6 +39,7 @@ from kernelarc.runner.correctness import (
     find_lazy_output,
     type_mismatch,
 )
+from kernelarc.runner.cuda_ipc import sharing_supported
 from kernelarc.runner.environment import describe_environment
 from kernelarc.runner.hack_checks import implausible_latency, same_bits, thread_injection
 from kernelarc.runner.inputs import CustomFn, Value, generate_inputs, seed_everything
@@ -88,10 +89,15 @@ class _Judge:
     fatal: Outcome | None = None
     """Set when every later workload must end the same way (import failed, patched at import)."""
     phase: str = "start"
+    share_cuda: bool = True
+    """Pass CUDA values to workers by IPC; off for the rest of the run after a failure."""
+    sharing_note: str = ""
 
     def discard_worker(self) -> str:
         """Kill and reap the current worker; how it ended."""
         worker, self.worker = self.worker, None
+        if worker is not None and worker.sharing_note:
+            self.share_cuda, self.sharing_note = False, worker.sharing_note
         return worker.stop() if worker is not None else "was not running"
 
 
@@ -158,7 +164,8 @@ def _ensure_worker(judge: _Judge) -> WorkerClient:
         judge.worker.budget_s = budget
         return judge.worker
     judge.phase = "start (import)"
-    judge.worker = WorkerClient(judge.zygote)
+    share = judge.request.device == "cuda" and judge.share_cuda and sharing_supported()
+    judge.worker = WorkerClient(judge.zygote, share_cuda=share)
     judge.worker.budget_s = budget
     ready = judge.worker.wait_ready()
     if ready.kind == "import_error":
@@ -196,10 +203,11 @@ def _evaluate_workload(judge: _Judge, index: int, workload: Workload) -> Outcome
     _probe(judge, worker, index, workload, tally)
     observed_s, transfer_s = min(tally.warm)
     logger.info(
-        "timing check: claimed %.4g ms, verified calls took >= %.4g ms (transfer %.4g ms)",
+        "timing check: claimed %.4g ms, verified calls took >= %.4g ms (transfer %.4g ms, %s)",
         timed.latency_ms,
         observed_s * 1000,
         transfer_s * 1000,
+        "by CUDA IPC" if worker.share_cuda else "by copy",
     )
     forged = implausible_latency(timed.latency_ms, observed_s, transfer_s)
     if forged is not None:
@@ -212,7 +220,7 @@ def _evaluate_workload(judge: _Judge, index: int, workload: Workload) -> Outcome
         speedup_factor=reference_latency / latency if latency > 0 else 0.0,
         timing_method=method if method in _TIMING_METHODS else timing_method(req.device),
     )
-    notes = "\n".join(n for n in (timed.timing_note, notes) if n)
+    notes = "\n".join(n for n in (timed.timing_note, notes, worker.sharing_note) if n)
     return Outcome(
         EvalStatus.PASSED, notes, correctness=tally.worst.result(), performance=performance
     )
@@ -297,7 +305,8 @@ def _verified_call(
         # Wall time, or the worker's CPU time when smaller (a loaded host delays the worker's
         # wake-ups, not its CPU use): the evidence the work took at least this long.
         observed = run.round_trip_s if run.cpu_s is None else min(run.round_trip_s, run.cpu_s)
-        tally.warm.append((observed, run.pack_s + time.thread_time() - started))
+        transfer = run.pack_s + run.unpack_s + time.thread_time() - started
+        tally.warm.append((observed, transfer))
     _check_outputs(judge, workload, outputs, refs, tally.worst)
     changed = [
         n for n in reply.mutated_inputs if n in req.definition.inputs and n not in ref_changed
@@ -313,7 +322,7 @@ def _verified_call(
 
 def _load_outputs(run: RunResult, device: str, names: list[str]) -> list[Value]:
     try:
-        outputs = unpack_values(run.blob, device)
+        outputs = run.values if run.values is not None else unpack_values(run.blob, device)
     except ChannelError as exc:
         raise _stop(EvalStatus.REWARD_HACK, f"solution worker sent bad outputs: {exc}") from None
     if len(outputs) != len(names) or len(run.reply.output_types) != len(names):

@@ -24,7 +24,15 @@ from typing import Any
 
 import torch
 
-from kernelarc.runner import channel, correctness, hack_checks, inputs, memory_pool, timing
+from kernelarc.runner import (
+    channel,
+    correctness,
+    cuda_ipc,
+    hack_checks,
+    inputs,
+    memory_pool,
+    timing,
+)
 from kernelarc.runner.channel import ChannelClosed, WorkerReply, recv_message, send_message
 from kernelarc.runner.correctness import OutputFormatError, collect_outputs
 from kernelarc.runner.hack_checks import Guards, ThreadMonitor, ban_cpp_extension, same_bits
@@ -51,6 +59,8 @@ class _Worker:
     entry: Any = None
     last_inputs: list[Any] = field(default_factory=list)
     last_workload: Workload | None = None
+    shared_out: list[Any] = field(default_factory=list)
+    """Outputs the judge is reading by IPC: kept alive until its next request."""
 
 
 def worker_main(sock: socket.socket, request: EvalRequest, root: Path) -> None:
@@ -76,7 +86,7 @@ def _install(sock: socket.socket, request: EvalRequest) -> _Worker:
     if python:
         ban_cpp_extension()
     ours = sys.modules[__name__]
-    modules = [ours, channel, correctness, hack_checks, inputs, memory_pool, timing]
+    modules = [ours, channel, correctness, cuda_ipc, hack_checks, inputs, memory_pool, timing]
     guards = Guards(modules, cpp_banned=python)
     return _Worker(sock=sock, request=request, monitor=monitor, guards=guards)
 
@@ -115,9 +125,10 @@ def _start(worker: _Worker, root: Path) -> bool:
 def _serve(worker: _Worker) -> None:
     while True:
         header, blob = recv_message(worker.sock, max_blob=_MAX_REQUEST_BLOB)
+        worker.shared_out = []  # the judge has copied them before sending anything new
         kind = header.get("kind")
         if kind == "run":
-            _handle_run(worker, int(header["workload"]), blob)
+            _handle_run(worker, int(header["workload"]), blob, header.get("shared"))
         elif kind == "time":
             _handle_time(worker, header)
         else:
@@ -149,10 +160,38 @@ def _call(worker: _Worker, workload: Workload, args: list[Any]) -> list[Any]:
     return outputs
 
 
-def _handle_run(worker: _Worker, index: int, blob: bytes) -> None:
+def _receive_args(worker: _Worker, blob: bytes, shared: Any) -> list[Any] | None:
+    """The call's inputs: mapped from the judge's IPC descriptors, or unpacked from the blob."""
+    if shared is None:
+        return channel.unpack_values(blob, worker.request.device)
+    try:
+        descs = [cuda_ipc.SharedValue.model_validate(d) for d in shared]
+        return cuda_ipc.open_values(descs, copy=False)
+    except Exception as exc:  # the judge falls back to sending copies
+        _reply(worker, "run", error=f"{type(exc).__name__}: {exc}", ipc_failed=True)
+        return None
+
+
+def _send_outputs(worker: _Worker, outputs: list[Any], shared_in: bool, **fields: Any) -> None:
+    """Outputs by IPC when the judge shared the inputs (and they can be shared), else a blob."""
+    if shared_in:
+        try:
+            descs = cuda_ipc.describe(outputs)
+        except cuda_ipc.SharingUnavailable:
+            pass
+        else:
+            worker.shared_out = outputs
+            _reply(worker, "run", shared=[d.model_dump(mode="json") for d in descs], **fields)
+            return
+    _reply(worker, "run", channel.pack_values(outputs), **fields)
+
+
+def _handle_run(worker: _Worker, index: int, blob: bytes, shared: Any = None) -> None:
     req = worker.request
     workload = req.workloads[index]
-    args = channel.unpack_values(blob, req.device)
+    args = _receive_args(worker, blob, shared)
+    if args is None:
+        return
     pristine = _clone(args)
     worker.last_inputs, worker.last_workload = pristine, workload
     try:
@@ -179,8 +218,7 @@ def _handle_run(worker: _Worker, index: int, blob: bytes) -> None:
         for name, before, after in zip(names, pristine, args, strict=True)
         if not same_bits(before, after)
     ]
-    payload = channel.pack_values(outputs)
-    _reply(worker, "run", payload, output_types=types, mutated_inputs=mutated)
+    _send_outputs(worker, outputs, shared is not None, output_types=types, mutated_inputs=mutated)
 
 
 def _handle_time(worker: _Worker, header: dict[str, Any]) -> None:

@@ -26,6 +26,7 @@ from kernelarc.runner.channel import (
     recv_message,
     send_message,
 )
+from kernelarc.runner.cuda_ipc import SharingUnavailable, StagingPool, open_values
 from kernelarc.runner.zygote import Zygote, describe_wait_status
 from kernelarc.schema import TimingConfig
 
@@ -50,10 +51,23 @@ class RunResult:
     """Judge-side serialisation CPU time of the inputs."""
     cpu_s: float | None
     """The worker's CPU time over the round trip (see `WorkerClient.cpu_time_s`), if readable."""
+    values: list[Any] | None = None
+    """The outputs, already copied into the judge's memory, when they came by CUDA IPC."""
+    unpack_s: float = 0.0
+    """Judge-side CPU time spent mapping and copying IPC outputs."""
 
 
 _REPLY_HEADER_ONLY = 0
 _TREE_PASSES = 50
+_staging: StagingPool | None = None
+
+
+def _staging_pool() -> StagingPool:
+    """The judge's one private pool for inputs shared with workers (made on first use)."""
+    global _staging
+    if _staging is None:
+        _staging = StagingPool()
+    return _staging
 
 
 def _parent_of(pid: int) -> int | None:
@@ -82,9 +96,15 @@ def _descendants(root: int) -> list[int]:
 class WorkerClient:
     """One forked worker; not reusable after `stop()`."""
 
-    def __init__(self, zygote: Zygote) -> None:
-        """Fork a worker (it starts importing the candidate at once)."""
+    def __init__(self, zygote: Zygote, *, share_cuda: bool = False) -> None:
+        """Fork a worker (it starts importing the candidate at once).
+
+        `share_cuda`: pass CUDA inputs and outputs by IPC handle (`cuda_ipc`) rather than by
+        copy; it turns itself off for this worker at the first value that cannot be shared.
+        """
         self._zygote = zygote
+        self.share_cuda = share_cuda
+        self.sharing_note = ""
         self.pid, self._sock = zygote.spawn()
         self.budget_s: float | None = None
         self._stopped: str | None = None
@@ -96,16 +116,58 @@ class WorkerClient:
         return reply
 
     def run(self, workload: int, inputs: Sequence[Any], max_blob: int) -> RunResult:
-        """Ask for one call on `inputs` (a copy travels); outputs come back as a blob."""
+        """Ask for one call on `inputs`; outputs come back as a blob or, on CUDA, by IPC.
+
+        When sharing fails either way (the worker cannot map the inputs, or its output
+        descriptors cannot be read) sharing is turned off and the call repeated with copies.
+        """
         started = time.thread_time()  # CPU time: preemption on a loaded host is not counted
-        blob = pack_values(inputs)
+        header: dict[str, Any] = {"kind": "run", "workload": workload}
+        blob = b""
+        staged: list[Any] = []
+        if self.share_cuda:
+            try:
+                staged, descs = _staging_pool().stage(inputs)
+                header["shared"] = [d.model_dump(mode="json") for d in descs]
+            except SharingUnavailable as exc:
+                self._stop_sharing(f"inputs not shared by IPC ({exc}); sent by copy")
+        if "shared" not in header:
+            blob = pack_values(inputs)
         pack_s = time.thread_time() - started
         cpu_before = self.cpu_time_s()
-        self._send({"kind": "run", "workload": workload}, blob)
+        self._send(header, blob)
         reply, out, elapsed = self._receive(("run",), max_blob)
         cpu_after = self.cpu_time_s()
+        if reply.ipc_failed and "shared" in header:
+            self._stop_sharing(f"the worker could not map the shared inputs: {reply.error}")
+            return self.run(workload, inputs, max_blob)
+        del staged  # the worker is done with them (the allocator keeps them until it unmapped)
         cpu_s = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
-        return RunResult(reply=reply, blob=out, round_trip_s=elapsed, pack_s=pack_s, cpu_s=cpu_s)
+        values = None
+        unpack_s = 0.0
+        if reply.shared is not None:
+            started = time.thread_time()
+            try:
+                values = open_values(reply.shared, copy=True)
+                torch.cuda.synchronize()
+            except Exception as exc:
+                why = f"outputs shared by IPC could not be read ({type(exc).__name__}: {exc})"
+                self._stop_sharing(f"{why}; the call was repeated with copies")
+                return self.run(workload, inputs, max_blob)
+            unpack_s = time.thread_time() - started
+        return RunResult(
+            reply=reply,
+            blob=out,
+            round_trip_s=elapsed,
+            pack_s=pack_s,
+            cpu_s=cpu_s,
+            values=values,
+            unpack_s=unpack_s,
+        )
+
+    def _stop_sharing(self, why: str) -> None:
+        self.share_cuda = False
+        self.sharing_note = why
 
     def cpu_time_s(self) -> float | None:
         """CPU seconds the worker used so far, as the kernel accounts them (unforgeable).
