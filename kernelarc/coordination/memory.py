@@ -9,13 +9,10 @@ resumed campaign from that file and attempts.jsonl. Thread-safe.
 """
 
 import logging
-import os
 import threading
 from collections.abc import Iterable
 from pathlib import Path
 from statistics import median
-
-from pydantic import ValidationError
 
 from kernelarc.coordination.evidence import (
     evidence_problems,
@@ -24,7 +21,7 @@ from kernelarc.coordination.evidence import (
     retimed_latency,
 )
 from kernelarc.coordination.no_code import code_reasons, normalize_claim
-from kernelarc.errors import TrackingError
+from kernelarc.jsonl_log import append_record, drop_unterminated_tail, read_records
 from kernelarc.schema import Attempt, utc_now
 from kernelarc.schema.coordination import (
     Conclusion,
@@ -77,7 +74,7 @@ class ConclusionBoard:
         self._retimed: dict[str, list[float]] = {}
         self._rejected = 0
         if path is not None:
-            _drop_unterminated_tail(path)
+            drop_unterminated_tail(path, "conclusions log")
 
     @classmethod
     def restore(
@@ -269,34 +266,7 @@ class ConclusionBoard:
         """Write one event line, flushed and fsync'd, before the board's state changes."""
         if self.path is None:
             return
-        try:
-            with self.path.open("a", encoding="utf-8") as handle:
-                handle.write(event.model_dump_json() + "\n")
-                handle.flush()
-                os.fsync(handle.fileno())
-        except OSError as exc:
-            msg = f"{self.path}: cannot append a conclusion event ({exc})"
-            raise TrackingError(msg) from exc
-
-
-def _drop_unterminated_tail(path: Path) -> None:
-    """Cut a last line without its newline (a crash mid-write) so appends start clean."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        msg = f"{path}: cannot read the conclusions log ({exc})"
-        raise TrackingError(msg) from exc
-    if not data or data.endswith(b"\n"):
-        return
-    logger.warning("%s: dropping a truncated last line (a crash mid-write)", path)
-    try:
-        with path.open("r+b") as handle:
-            handle.truncate(data.rfind(b"\n") + 1)
-    except OSError as exc:
-        msg = f"{path}: cannot repair the truncated last line ({exc})"
-        raise TrackingError(msg) from exc
+        append_record(self.path, event, "a conclusion event")
 
 
 def read_conclusion_events(path: Path) -> list[ConclusionEvent]:
@@ -307,22 +277,6 @@ def read_conclusion_events(path: Path) -> list[ConclusionEvent]:
         TrackingError: the file cannot be read, or a complete line is not a valid event.
     """
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+        return read_records(path, ConclusionEvent, "conclusion event")
     except FileNotFoundError:
         return []
-    except OSError as exc:
-        msg = f"{path}: cannot read the conclusions log ({exc})"
-        raise TrackingError(msg) from exc
-    events: list[ConclusionEvent] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            events.append(ConclusionEvent.model_validate_json(line))
-        except ValidationError as exc:
-            if number == len(lines):  # no newline after it: cut short by a crash
-                logger.warning("%s:%d: skipping a truncated last line", path, number)
-                continue
-            msg = f"{path}:{number}: not a valid conclusion event ({exc.errors()[0]['msg']})"
-            raise TrackingError(msg) from exc
-    return events
