@@ -22,6 +22,7 @@ import contextlib
 import logging
 import os
 import re
+import select
 import shutil
 import socket
 import tempfile
@@ -301,17 +302,28 @@ class DockerSandbox:
         spare, slot.spare = slot.spare, None
         if spare is None:
             return None
-        try:
-            running = bool(self._client.api.exec_inspect(spare.exec_id).get("Running"))
-        except _DOCKER_ERRORS as exc:
-            logger.warning("cannot inspect the spare runner %s: %s", spare.exec_id[:12], exc)
-            running = False
-        if running and spare.device == device:
+        if spare.device == device and self._running(spare):
             return spare
         spare.close()
         if slot.pool_dir is not None:
             shutil.rmtree(slot.pool_dir / spare.name, ignore_errors=True)
         return None
+
+    def _running(self, runner: _Runner) -> bool:
+        """Whether the engine says the exec runs and its output stream has not ended (which
+        the engine's state can lag behind)."""
+        try:
+            running = bool(self._client.api.exec_inspect(runner.exec_id).get("Running"))
+        except _DOCKER_ERRORS as exc:
+            logger.warning("cannot inspect the spare runner %s: %s", runner.exec_id[:12], exc)
+            return False
+        if not running:
+            return False
+        try:
+            readable, _, _ = select.select([runner.conn], [], [], 0)
+            return not readable or runner.conn.recv(1, socket.MSG_PEEK) != b""
+        except (OSError, ValueError):
+            return False
 
     def _start_spare(self, slot: _Slot, device: str) -> None:
         """Exec the next evaluation's runner now; a failure only costs that one a cold start
