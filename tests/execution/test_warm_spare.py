@@ -52,7 +52,7 @@ def _request(device: str = "cpu") -> EvalRequest:
         definition=prob.definition,
         workloads=list(prob.workloads)[:1],
         solution=solution,
-        device=device,  # type: ignore[arg-type]
+        device=device,
         correctness_rounds=1,
         timing=TimingConfig(warmup=0, iterations=1),
         problem_dir=str(prob.path),
@@ -187,20 +187,23 @@ import sys, time
 from kernelarc.execution import LocalSandbox
 sys.path.insert(0, sys.argv[1])
 from test_warm_spare import MARK_VAR, _request
-sandbox = LocalSandbox(extra_env={MARK_VAR: sys.argv[2]})
+pid_namespace = sys.argv[3] == "pid-ns"
+sandbox = LocalSandbox(extra_env={MARK_VAR: sys.argv[2]}, pid_namespace=pid_namespace)
 sandbox.evaluate(_request(), timeout_s=180)
 print("ready", flush=True)
 time.sleep(600)
 """
 
 
-def test_spare_dies_with_its_host_process() -> None:
+@pytest.mark.parametrize("namespace", ["pid-ns", "no-pid-ns"])
+def test_spare_dies_with_its_host_process(namespace: str) -> None:
     """A host SIGKILLed (no close(), no finalizer) still takes its spare along: the spare's
-    parent-death signal and the EOF on its stdin."""
+    parent-death signal (through the jail, when there is one) and the EOF on its stdin; with a
+    PID namespace (CPU) and without (the set-up CUDA evaluations get)."""
     marker = f"host-{os.getpid()}-{secrets.token_hex(4)}"
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     host = subprocess.Popen(
-        [sys.executable, "-c", _HOST, str(Path(__file__).parent), marker],
+        [sys.executable, "-c", _HOST, str(Path(__file__).parent), marker, namespace],
         env={**os.environ, "PYTHONPATH": path},
         stdout=subprocess.PIPE,
         start_new_session=True,

@@ -45,7 +45,7 @@ def _request(kernel: str, device: str = "cpu") -> EvalRequest:
         definition=prob.definition,
         workloads=list(prob.workloads)[:1],
         solution=solution,
-        device=device,  # type: ignore[arg-type]
+        device=device,
         correctness_rounds=1,
         timing=TimingConfig(warmup=0, iterations=1),
         problem_dir=str(prob.path),
