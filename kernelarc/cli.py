@@ -313,16 +313,15 @@ def _cmd_eval(ns: argparse.Namespace) -> int:
         timing=TimingConfig(warmup=warmup, iterations=iterations),
         problem_dir=str(problem.path.resolve()),
     )
-    sandbox_cfg = SandboxConfig(kind=ns.sandbox, gpu=0)
+    # One evaluation: no spare runner to keep warm for a next one.
+    sandbox_cfg = SandboxConfig(kind=ns.sandbox, gpu=0, warm_spare=False)
     if ns.image:
         sandbox_cfg.docker.image = ns.image
     sandbox = make_sandbox(sandbox_cfg.kind, **sandbox_cfg.options())
     try:
         result = sandbox.evaluate(request, timeout_s=ns.timeout)
     finally:
-        close = getattr(sandbox, "close", None)  # docker: removes its pool container
-        if close is not None:
-            close()
+        sandbox.close()  # docker: removes its pool container
     lines = [t.model_dump_json() for t in result.traces]
     if ns.output is not None:
         ns.output.parent.mkdir(parents=True, exist_ok=True)

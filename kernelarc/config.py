@@ -109,6 +109,10 @@ class SandboxConfig:
     jail: bool = True
     """`local` on a root host: run the runner in execution/jail.py (read-only filesystem but the
     eval dir, unprivileged user, leftovers killed); false only to rule the jail out."""
+    warm_spare: bool = True
+    """Keep one pre-started runner per sandbox (slot) for its next evaluation: started when an
+    evaluation ends, it imports torch while the sandbox waits, so a candidate does not pay that
+    (~3 s); every candidate still gets a fresh process. False: start each runner on demand."""
 
     def options(self) -> dict[str, Any]:
         """The keyword options `make_sandbox(self.kind, **options)` takes for this kind."""
@@ -116,6 +120,7 @@ class SandboxConfig:
             "gpu": self.gpu,
             "memory_limit_gb": self.memory_limit_gb,
             "network": self.network,
+            "warm_spare": self.warm_spare,
         }
         if self.kind != "docker":
             return {**common, "jail": self.jail}

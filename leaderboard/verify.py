@@ -114,10 +114,13 @@ def _verify_problem(
         timing=timing,
         problem_dir=str((folder / PROBLEM_DIR).resolve()),
     )
+    sandbox = make_sandbox("local", warm_spare=False)  # one evaluation: no spare to keep warm
     try:
-        result = make_sandbox("local").evaluate(request, timeout_s=timeout_s)
+        result = sandbox.evaluate(request, timeout_s=timeout_s)
     except KernelarcError as exc:
         return ProblemCheck(name, (), False, f"the sandbox failed: {exc}")
+    finally:
+        sandbox.close()
     measured = {t.workload.uuid: t for t in result.traces}
     official_result = (
         run_official(folder / PROBLEM_DIR, folder / SOLUTION_FILE, timeout_s) if official else None

@@ -330,7 +330,8 @@ def run_kernelarc(case: Case, device: str, rounds: int, extra_env: dict[str, str
         timing=TimingConfig(warmup=warmup, iterations=iterations),
         problem_dir=str(case.problem_dir),
     )
-    result = LocalSandbox(extra_env=extra_env).evaluate(request, timeout_s=case.timeout_s)
+    with LocalSandbox(extra_env=extra_env, warm_spare=False) as sandbox:  # one evaluation
+        result = sandbox.evaluate(request, timeout_s=case.timeout_s)
     found = {}
     for trace in result.traces:
         evaluation = trace.evaluation

@@ -127,7 +127,9 @@ def _ray_status() -> tuple[str | None, str]:
 
 def _fixed_cost(args: Args) -> float:
     """Wall time of a near-empty evaluation: the reference itself on one workload, one round,
-    one timed iteration, no reference timing. Best of two (the first may meet cold caches)."""
+    one timed iteration, no reference timing. Best of two (the first may meet cold caches).
+    A cold runner each time (no spare): the bound; an evaluation that finds its sandbox's warm
+    spare ready pays less (docs/benchmarks.md, "Sandbox overhead per candidate")."""
     problem = resolve_problem(args.problem, args.workloads)
     definition = problem.definition
     solution = Solution.model_validate(
@@ -153,8 +155,8 @@ def _fixed_cost(args: Args) -> float:
         timing=TimingConfig(warmup=0, iterations=1, flush_l2=False, time_reference=False),
         problem_dir=str(problem.path.resolve()),
     )
-    sandbox = LocalSandbox()
-    return min(sandbox.evaluate(request, timeout_s=args.timeout_s).wall_s for _ in range(2))
+    with LocalSandbox(warm_spare=False) as sandbox:
+        return min(sandbox.evaluate(request, timeout_s=args.timeout_s).wall_s for _ in range(2))
 
 
 def _campaign(args: Args, executor: str, gpus: int) -> dict[str, Any]:

@@ -271,9 +271,7 @@ def measure_baselines(
         if not passing and fallback not in {r.variant for r in all_runs}:
             evaluate(fallback)
     finally:
-        close = getattr(sandbox, "close", None)
-        if callable(close):
-            close()
+        sandbox.close()
     return runs
 
 

@@ -4,7 +4,8 @@
 never raises for a candidate's misbehaviour (that is a status in the traces) and raises
 `kernelarc.errors.SandboxError` only when the sandbox itself cannot run. Kinds: `local`
 (`LocalSandbox`, a hardened subprocess) and `docker` (`docker_sandbox.DockerSandbox`, imported
-only when asked for; it holds containers: call its `close()`).
+only when asked for; it holds containers). Both keep a spare runner between evaluations
+(`warm_spare`): call `close()` when done with a sandbox (or use it as a context manager).
 """
 
 from typing import Any, Protocol
@@ -23,6 +24,10 @@ class Sandbox(Protocol):
 
     def evaluate(self, request: EvalRequest, *, timeout_s: float) -> EvalResult:
         """Run the request; a wall-clock overrun gives TIMEOUT traces, not an exception."""
+        ...
+
+    def close(self) -> None:
+        """Release what the sandbox holds between evaluations (spare runner, containers)."""
         ...
 
 

@@ -4,17 +4,25 @@ The only module that imports `docker`. Per slot (`cuda:<gpu>` or `cpu`) one long
 runs `sleep infinity` under docker's init: no network, read-only root, a tmpfs /tmp, no
 capabilities, no-new-privileges, pids/memory/CPU limits, a non-root user; the problem dir is
 mounted read-only at /work/problem, a host temp dir read-write at /work/eval. Each evaluation
-is a fresh `timeout -s KILL <t> python -P -m kernelarc.runner request.json result.json` exec'd in
-its own /work/eval/<id>, the result key on its stdin; the signed result is read back on the host
-side of the mount with `result_file`, as LocalSandbox does. The container is replaced after a
-timeout, a runner crash, a poisoned CUDA context or leftover processes, so container start-up is
-paid once and no candidate can affect the next.
+is a fresh `python -P -m kernelarc.runner --device D request.json result.json` exec'd in its own
+/work/eval/<id> with stdin attached; the host writes request.json there, then `go <timeout>` and
+the result key on stdin: the runner SIGKILLs its own process group at that deadline (it cannot
+run under `timeout -s KILL`: see below), and the host still gives up HOST_GRACE_S later. The
+signed result is read back on the host side of the mount with `result_file`, as LocalSandbox
+does. The container is replaced after a timeout, a runner crash, a poisoned CUDA context or
+leftover processes, so container start-up is paid once and no candidate can affect the next.
+
+With `warm_spare` (the default) the next runner is exec'd when an evaluation ends, after the
+leftover check, in its own fresh eval dir: it imports torch and waits for `go`, so the next
+evaluation skips the import (as LocalSandbox's spare; `spare_slot.py`). A spare that died is
+replaced by a runner exec'd at once (a cold start); a replaced container takes its spare along.
 """
 
 import contextlib
 import logging
 import os
 import re
+import select
 import shutil
 import socket
 import tempfile
@@ -34,14 +42,18 @@ from docker.types import DeviceRequest, Ulimit
 from kernelarc.errors import SandboxError
 from kernelarc.execution.attach_stream import AttachStream, pump_until
 from kernelarc.execution.result_file import new_result_key, read_raw_traces, traces_after_run
+from kernelarc.runner.go_line import go_line
 from kernelarc.schema import EvalRequest, EvalResult, Trace
 
 logger = logging.getLogger(__name__)
 
 EVAL_MOUNT = "/work/eval"
 PROBLEM_MOUNT = "/work/problem"
-#: Extra seconds the host waits past the in-container `timeout` before it kills the container.
+#: Extra seconds the host waits past the runner's own deadline before it kills the container.
 HOST_GRACE_S = 15.0
+#: EvalResult.sandbox_notes of an evaluation that used the spare (tests and logs look for it).
+WARM_SPARE_NOTE = "warm spare runner"
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
 #: Runner log lines that mean the GPU context may be poisoned for whoever comes next.
 POISONED_CUDA = re.compile(r"illegal memory access|CUDA error|unspecified launch failure")
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
@@ -52,8 +64,27 @@ OWNER = "kernelarc.sandbox_owner"
 
 
 @dataclass
+class _Runner:
+    """A runner exec'd in a pool container, waiting for `go` (or running), stdin attached."""
+
+    exec_id: str
+    raw: Any
+    """docker-py's hijacked connection (close it: the runner reads EOF, a spare exits)."""
+    conn: socket.socket
+    name: str
+    """Its eval dir, under the slot's pool dir."""
+    device: str
+    started: float = field(default_factory=time.monotonic)
+
+    def close(self) -> None:
+        """Close its stdin/output connection."""
+        with contextlib.suppress(OSError):
+            self.raw.close()
+
+
+@dataclass
 class _Slot:
-    """One device slot: its lock and (while warm) its pool container."""
+    """One device slot: its lock and (while warm) its pool container and spare runner."""
 
     key: str
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -62,6 +93,7 @@ class _Slot:
     pool_dir: Path | None = None
     image_id: str = ""
     baseline_pids: frozenset[str] = frozenset()
+    spare: _Runner | None = None
 
 
 @dataclass(frozen=True)
@@ -105,8 +137,11 @@ def _remove_container(container: Any) -> None:
 
 
 def _drop_container(slot: _Slot) -> None:
-    container, pool_dir = slot.container, slot.pool_dir
+    container, pool_dir, spare = slot.container, slot.pool_dir, slot.spare
     slot.container, slot.pool_dir, slot.baseline_pids = None, None, frozenset()
+    slot.spare = None
+    if spare is not None:
+        spare.close()
     if container is not None:
         _remove_container(container)
     if pool_dir is not None:
@@ -136,6 +171,7 @@ class DockerSandbox:
         work_root: str | Path | None = None,
         extra_mounts: Mapping[str, str] | None = None,
         extra_env: Mapping[str, str] | None = None,
+        warm_spare: bool = True,
     ) -> None:
         """Options; the engine is contacted now (SandboxError when it cannot be reached).
 
@@ -145,7 +181,8 @@ class DockerSandbox:
         is the host's uid:gid (1000:1000 when the host is root). `work_root` is where the
         per-container eval dirs are made (None: the system temp dir); it must be a path the
         engine's host sees identically. `extra_mounts` (host path -> container path, read-only)
-        exist for the tests' stand-in image, which borrows this host's Python.
+        exist for the tests' stand-in image, which borrows this host's Python. `warm_spare`
+        keeps a pre-started runner in each slot's container for its next evaluation.
         """
         self.image = image
         self.gpu = gpu
@@ -160,6 +197,7 @@ class DockerSandbox:
         self.work_root = Path(work_root) if work_root is not None else None
         self.extra_mounts = dict(extra_mounts or {})
         self.extra_env = {k: v for k, v in (extra_env or {}).items() if not _SECRET_NAME.search(k)}
+        self.warm_spare = warm_spare
         try:
             self._client = (
                 docker.DockerClient(base_url=docker_host) if docker_host else docker.from_env()
@@ -215,14 +253,20 @@ class DockerSandbox:
         with slot.lock:
             self._ensure_container(slot, request.problem_dir, notes)
             assert slot.pool_dir is not None
-            name = uuid.uuid4().hex
-            workdir = slot.pool_dir / name
+            runner = self._take_spare(slot, request.device)
+            if runner is None:
+                runner = self._start_runner(slot, request.device)
+            else:
+                ahead = started - runner.started
+                notes.append(f"{WARM_SPARE_NOTE} (started {ahead:.1f} s before the request)")
+            workdir = slot.pool_dir / runner.name
             try:
-                self._prepare_workdir(workdir, request)
+                self._write_request(workdir, request)
                 key = new_result_key()
-                run = self._exec_runner(slot, name, request.device, timeout_s, key)
+                run = self._run(slot, runner, timeout_s, key)
                 raw, problem = read_raw_traces(workdir / "result.json", key)
             finally:
+                runner.close()
                 shutil.rmtree(workdir, ignore_errors=True)
             traces = traces_after_run(
                 request,
@@ -241,21 +285,69 @@ class DockerSandbox:
                 notes.append(f"container {slot.container.short_id} replaced: {reason}")
                 logger.info("sandbox slot %s: replacing its container (%s)", slot.key, reason)
                 _drop_container(slot)
+            wall_s = time.monotonic() - started
+            if reason is None and self.warm_spare:
+                self._start_spare(slot, request.device)
         return EvalResult(
             traces=_with_image(traces, image_id),
             stderr_tail=run.log_tail,
-            wall_s=time.monotonic() - started,
+            wall_s=wall_s,
             sandbox="docker",
             sandbox_notes=notes,
             sandbox_image=image_id,
         )
 
-    def _prepare_workdir(self, workdir: Path, request: EvalRequest) -> None:
+    def _take_spare(self, slot: _Slot, device: str) -> _Runner | None:
+        """The slot's spare if it is for `device` and still running (else it is dropped)."""
+        spare, slot.spare = slot.spare, None
+        if spare is None:
+            return None
+        if spare.device == device and self._running(spare):
+            return spare
+        spare.close()
+        if slot.pool_dir is not None:
+            shutil.rmtree(slot.pool_dir / spare.name, ignore_errors=True)
+        return None
+
+    def _running(self, runner: _Runner) -> bool:
+        """Whether the engine says the exec runs and its output stream has not ended (which
+        the engine's state can lag behind)."""
+        try:
+            running = bool(self._client.api.exec_inspect(runner.exec_id).get("Running"))
+        except _DOCKER_ERRORS as exc:
+            logger.warning("cannot inspect the spare runner %s: %s", runner.exec_id[:12], exc)
+            return False
+        if not running:
+            return False
+        try:
+            readable, _, _ = select.select([runner.conn], [], [], 0)
+            return not readable or runner.conn.recv(1, socket.MSG_PEEK) != b""
+        except (OSError, ValueError):
+            return False
+
+    def _start_spare(self, slot: _Slot, device: str) -> None:
+        """Exec the next evaluation's runner now; a failure only costs that one a cold start
+        (and, as the container may be broken, the container: the next one starts fresh)."""
+        try:
+            slot.spare = self._start_runner(slot, device)
+        except SandboxError as exc:
+            logger.warning("sandbox slot %s: no spare runner: %s", slot.key, exc)
+
+    def _write_request(self, workdir: Path, request: EvalRequest) -> None:
         if request.problem_dir is not None:
             request = request.model_copy(update={"problem_dir": PROBLEM_MOUNT})
         try:
+            # O_EXCL | O_NOFOLLOW: the dir is the container user's; never follow a planted link.
+            fd = os.open(workdir / "request.json", _NEW_FILE, 0o644)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(request.model_dump_json())
+        except OSError as exc:
+            msg = f"cannot write the request into the sandbox eval dir {workdir}: {exc}"
+            raise SandboxError(msg) from exc
+
+    def _make_eval_dir(self, workdir: Path) -> None:
+        try:
             workdir.mkdir(mode=0o700)
-            (workdir / "request.json").write_text(request.model_dump_json(), encoding="utf-8")
             uid, _, gid = self.user.partition(":")
             if os.getuid() == 0 and uid.isdigit():
                 os.chown(workdir, int(uid), int(gid) if gid.isdigit() else -1)
@@ -373,13 +465,20 @@ class DockerSandbox:
         env.update(self.extra_env)
         return env
 
-    def _exec_runner(
-        self, slot: _Slot, name: str, device: str, timeout_s: float, key: bytes
-    ) -> _ExecRun:
-        """Run the runner under `timeout -s KILL` (its whole process group dies on expiry)."""
+    def _start_runner(self, slot: _Slot, device: str) -> _Runner:
+        """Exec a runner in a fresh eval dir of the slot's container; it imports torch, then
+        waits for `go` on the attached stdin.
+
+        Raises:
+            SandboxError: the dir or the exec failed (the container is dropped: gone or broken,
+                the next evaluation starts a fresh one).
+        """
+        assert slot.pool_dir is not None
+        name = uuid.uuid4().hex
+        self._make_eval_dir(slot.pool_dir / name)
         workdir = f"{EVAL_MOUNT}/{name}"
-        command = ["timeout", "-s", "KILL", f"{timeout_s:.3f}", self.python, "-P", "-m"]
-        command += ["kernelarc.runner", "request.json", "result.json"]
+        command = [self.python, "-P", "-m", "kernelarc.runner", "--device", device]
+        command += ["request.json", "result.json"]
         api = self._client.api
         try:
             exec_id = api.exec_create(
@@ -393,21 +492,20 @@ class DockerSandbox:
             raw = api.exec_start(exec_id, socket=True)
         except _DOCKER_ERRORS as exc:
             msg = f"cannot exec the runner in container {slot.container.short_id}: {exc}"
-            _drop_container(slot)  # gone or broken: the next evaluation starts a fresh one
+            _drop_container(slot)
             raise SandboxError(msg) from exc
+        return _Runner(exec_id, raw, getattr(raw, "_sock", raw), name, device)
+
+    def _run(self, slot: _Slot, runner: _Runner, timeout_s: float, key: bytes) -> _ExecRun:
+        """Send `go <timeout>` and the key, then read the runner's output until it ends."""
         started = time.monotonic()
         stream = AttachStream()
-        conn: socket.socket = getattr(raw, "_sock", raw)
         try:
-            try:
-                conn.sendall(key.hex().encode("ascii") + b"\n")
-            except OSError as exc:  # the runner died at once; its missing result says the rest
-                logger.warning("cannot give the runner its result key: %s", exc)
-            ended = pump_until(conn, stream, started + timeout_s + HOST_GRACE_S)
-        finally:
-            with contextlib.suppress(OSError):
-                raw.close()
-        exit_code = self._exit_code(exec_id) if ended else None
+            runner.conn.sendall(go_line(timeout_s) + key.hex().encode("ascii") + b"\n")
+        except OSError as exc:  # the runner died at once; its missing result says the rest
+            logger.warning("cannot give the runner its go line and key: %s", exc)
+        ended = pump_until(runner.conn, stream, started + timeout_s + HOST_GRACE_S)
+        exit_code = self._exit_code(runner.exec_id) if ended else None
         elapsed = time.monotonic() - started
         timed_out = not ended or (exit_code in (124, 137) and elapsed >= timeout_s)
         return _ExecRun(exit_code=exit_code, timed_out=timed_out, log_tail=stream.log())

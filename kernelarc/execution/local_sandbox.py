@@ -13,19 +13,27 @@ When the host runs as root and a mount namespace works, the runner also starts i
 a supervisor that kills every process the candidate leaves behind, setsid'd daemons included.
 Where the jail cannot be used (not root, no mount namespace, its probe fails) the sandbox says so
 in `EvalResult.sandbox_notes` and runs as before.
+
+With `warm_spare` (the default) the sandbox starts the next runner when an evaluation ends: a
+spare (`spare_slot.py`) that imports torch in its own fresh temp dir and process, then waits
+for its request. The next evaluation that fits it (same device and timeout) writes the request
+and the key into it and starts the clock there, so the import is off the candidate's path;
+otherwise it starts a runner itself, exactly as a spare but at once (a cold start). Runners are
+forked from one long-lived thread (`spawn_thread.py`), so their parent-death signal ties them to
+the host process, not to the thread of the evaluation that started them. `close()` (or leaving a
+`with` block, or garbage collection of the sandbox) ends the spare and removes its temp dir.
 """
 
 import functools
 import logging
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
+import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from kernelarc.errors import SandboxError
@@ -38,82 +46,19 @@ from kernelarc.execution.process_limits import (
     package_root,
     scrubbed_env,
 )
-from kernelarc.execution.result_file import (
-    cap_tail,
-    new_result_key,
-    read_raw_traces,
-    traces_after_run,
-)
+from kernelarc.execution.result_file import new_result_key, read_raw_traces, traces_after_run
+from kernelarc.execution.runner_process import RunnerProcess, start
+from kernelarc.execution.spare_slot import SpareSlot
+from kernelarc.execution.spawn_thread import call_in_spawn_thread
 from kernelarc.schema import EvalRequest, EvalResult
 
 logger = logging.getLogger(__name__)
 
-TAIL_BYTES = 64 * 1024
-_GROUP_GONE_WAIT_S = 5.0
-_JAIL_EXIT_WAIT_S = 10.0
 _JAIL_PROBE_TIMEOUT_S = 30.0
 #: uid:gid of `nobody` on Debian-like systems: the runner's user inside the jail by default.
 NOBODY = (65534, 65534)
-
-
-@dataclass(frozen=True)
-class _Run:
-    returncode: int | None
-    timed_out: bool
-    log_tail: str
-
-
-def _read_tail(path: Path, limit: int) -> str:
-    try:
-        with path.open("rb") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, size - limit))
-            data = handle.read()
-    except OSError:
-        return ""
-    text = data.decode("utf-8", errors="replace")
-    return f"[... {size - limit} bytes cut ...]\n{text}" if size > limit else text
-
-
-def _kill_group(proc: "subprocess.Popen[bytes]") -> None:
-    """SIGKILL the runner's whole group, reap the runner, then wait (bounded) for the rest."""
-    pgid = proc.pid  # start_new_session: the runner leads its own group
-    deadline = time.monotonic() + _GROUP_GONE_WAIT_S
-    while True:
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except ProcessLookupError:
-            break
-        except PermissionError:
-            logger.warning("cannot signal process group %d", pgid)
-            break
-        # Reaping our own child first: a zombie still counts as a group member.
-        if proc.poll() is None:
-            proc.wait()
-        if time.monotonic() > deadline:
-            logger.warning("process group %d still has members after SIGKILL", pgid)
-            break
-        time.sleep(0.02)
-    proc.wait()
-
-
-def _give_key(proc: "subprocess.Popen[bytes]", key: bytes) -> None:
-    """The result key as one hex line on the runner's stdin (fits the pipe buffer: no block)."""
-    assert proc.stdin is not None
-    try:
-        proc.stdin.write(key.hex().encode("ascii") + b"\n")
-        proc.stdin.close()
-    except OSError as exc:  # the runner died at once; its missing result says the rest
-        logger.warning("cannot give the runner its result key: %s", exc)
-
-
-def _stop_jail(proc: "subprocess.Popen[bytes]") -> None:
-    """SIGTERM the jail (it kills its whole tree, setsid'd processes included) and wait a bit."""
-    proc.terminate()
-    try:
-        proc.wait(timeout=_JAIL_EXIT_WAIT_S)
-    except subprocess.TimeoutExpired:
-        logger.warning("the sandbox jail did not exit within %.0f s of SIGTERM", _JAIL_EXIT_WAIT_S)
+#: EvalResult.sandbox_notes of an evaluation that used the spare (tests and logs look for it).
+WARM_SPARE_NOTE = "warm spare runner"
 
 
 def _cuda_device_nodes() -> tuple[str, ...]:
@@ -142,7 +87,11 @@ def _jail_failure(base: tuple[str, ...]) -> str | None:
 
 
 class LocalSandbox:
-    """Runs `python -P -m kernelarc.runner` in a hardened subprocess per request."""
+    """Runs `python -P -m kernelarc.runner` in a hardened subprocess per request.
+
+    Use as a context manager (or call `close()`) when `warm_spare` is on: the spare runner
+    lives until then (garbage collection and interpreter exit end it too).
+    """
 
     def __init__(
         self,
@@ -160,6 +109,7 @@ class LocalSandbox:
         jail: bool = True,
         user: tuple[int, int] = NOBODY,
         pid_namespace: bool = True,
+        warm_spare: bool = True,
     ) -> None:
         """Options; `memory_limit_gb` applies on CPU only (CUDA maps huge virtual ranges).
 
@@ -168,6 +118,7 @@ class LocalSandbox:
         `jail` runs the runner in `jail.py` where possible, as `user` (uid, gid).
         `pid_namespace` False skips the PID namespace on CPU too (CUDA never gets one): the
         set-up GPU hosts use, on any host.
+        `warm_spare` keeps one pre-started runner for the next evaluation (module docstring).
         """
         self.gpu = gpu
         self.memory_limit_gb = memory_limit_gb
@@ -182,6 +133,19 @@ class LocalSandbox:
         self.jail = jail
         self.user = user
         self.pid_namespace = pid_namespace
+        self.warm_spare = warm_spare
+        self._spares: SpareSlot[RunnerProcess] = SpareSlot()
+        self._finalizer = weakref.finalize(self, self._spares.close)
+
+    def __enter__(self) -> "LocalSandbox":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End the spare runner and remove its temp dir; later evaluations run cold."""
+        self._finalizer()
 
     def _limits(self, device: str, timeout_s: float) -> ResourceLimits:
         address_space = None
@@ -199,48 +163,74 @@ class LocalSandbox:
         )
 
     def evaluate(self, request: EvalRequest, *, timeout_s: float) -> EvalResult:
-        """Evaluate in a fresh temp dir; candidate failures become statuses, never exceptions."""
+        """Evaluate in a fresh runner process and temp dir (the spare when it fits); candidate
+        failures become statuses, never exceptions.
+
+        Raises:
+            SandboxError: the runner cannot be started.
+        """
         if not Path(self.python).is_file():
             msg = f"sandbox python {self.python!r} does not exist"
             raise SandboxError(msg)
         started = time.monotonic()
+        runner = self._spares.take((request.device, timeout_s))
+        warm = runner is not None
+        if runner is None:
+            runner = self._start_runner(request.device, timeout_s)
+        notes = list(runner.notes)  # for EvalResult.sandbox_notes
+        if warm:
+            ahead = started - runner.started
+            notes.append(f"{WARM_SPARE_NOTE} (started {ahead:.1f} s before the request)")
         try:
-            workdir = Path(tempfile.mkdtemp(prefix="kernelarc_eval_"))
-        except OSError as exc:
-            msg = f"cannot create the sandbox temp dir: {exc}"
-            raise SandboxError(msg) from exc
-        try:
-            notes: list[str] = []  # for EvalResult.sandbox_notes
-            trace_notes: list[str] = []  # the subset every trace's log must carry
             key = new_result_key()
-            run = self._run(request, workdir, timeout_s, notes, trace_notes, key)
-            raw, problem = read_raw_traces(workdir / "result.json", key)
-            traces = traces_after_run(
-                request,
-                raw,
-                problem,
-                timed_out=run.timed_out,
-                exit_code=run.returncode,
-                timeout_s=timeout_s,
-                kill_note="the process group was killed",
-                log_tail=run.log_tail,
-                notes=trace_notes,
-            )
+            runner.go(request.model_dump_json(), key)
+            run = runner.finish(timeout_s)
+            raw, problem = read_raw_traces(runner.workdir / "result.json", key)
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            runner.discard()
+        traces = traces_after_run(
+            request,
+            raw,
+            problem,
+            timed_out=run.timed_out,
+            exit_code=run.returncode,
+            timeout_s=timeout_s,
+            kill_note="the process group was killed",
+            log_tail=run.log_tail,
+            notes=runner.trace_notes,
+        )
+        wall_s = time.monotonic() - started
+        if self.warm_spare:
+            self._start_spare(request.device, timeout_s)
         return EvalResult(
             traces=traces,
             stderr_tail=run.log_tail,
-            wall_s=time.monotonic() - started,
+            wall_s=wall_s,
             sandbox="local",
             sandbox_notes=notes,
         )
+
+    def _start_spare(self, device: str, timeout_s: float) -> None:
+        """Start the next evaluation's runner now (its import overlaps the time until then)."""
+        if not self._spares.wants((device, timeout_s)):
+            return
+        try:
+            spare = self._start_runner(device, timeout_s)
+        except SandboxError as exc:
+            logger.warning("cannot start a spare runner (the next evaluation starts cold): %s", exc)
+            return
+        self._spares.offer(spare)
+
+    def _start_runner(self, device: str, timeout_s: float) -> RunnerProcess:
+        """A runner for `device` waiting for its request (forked from the spawn thread)."""
+        return call_in_spawn_thread(functools.partial(self._spawn, device, timeout_s))
 
     def _command(
         self, device: str, writable: list[Path], notes: list[str], trace_notes: list[str]
     ) -> tuple[list[str], bool]:
         """The runner's command line, and whether it runs in the jail."""
-        runner = [self.python, "-P", "-m", "kernelarc.runner", "request.json", "result.json"]
+        runner = [self.python, "-P", "-m", "kernelarc.runner", "--device", device]
+        runner += ["request.json", "result.json"]
         if self.network:
             notes.append("no jail: network access was asked for (no namespaces)")
             return runner, False
@@ -297,60 +287,37 @@ class LocalSandbox:
                 msg = f"cannot give {folder} to the sandbox user {uid}:{gid}: {exc}"
                 raise SandboxError(msg) from exc
 
-    def _run(
-        self,
-        request: EvalRequest,
-        workdir: Path,
-        timeout_s: float,
-        notes: list[str],
-        trace_notes: list[str],
-        key: bytes,
-    ) -> _Run:
-        (workdir / "request.json").write_text(request.model_dump_json(), encoding="utf-8")
-        cache = self.cache_dir if self.cache_dir is not None else workdir / "cache"
-        env = scrubbed_env(
-            workdir=workdir,
-            cache_dir=cache,
-            device=request.device,
-            gpu=self.gpu,
-            extra=self.extra_env,
-        )
-        writable = [workdir]
-        if not cache.resolve().is_relative_to(workdir.resolve()):
-            writable.append(cache)
-        command, jailed = self._command(request.device, writable, notes, trace_notes)
-        if jailed:
-            self._hand_over(writable)
-        out_path, err_path = workdir / "stdout.log", workdir / "stderr.log"
-        with out_path.open("wb") as out, err_path.open("wb") as err:
-            try:
-                proc = subprocess.Popen(
-                    command,
-                    cwd=workdir,
-                    env=env,
-                    stdin=subprocess.PIPE,
-                    stdout=out,
-                    stderr=err,
-                    start_new_session=True,
-                    preexec_fn=limits_preexec(self._limits(request.device, timeout_s)),
-                )
-            except (OSError, subprocess.SubprocessError) as exc:
-                msg = f"cannot start the sandbox runner {command}: {exc}"
-                raise SandboxError(msg) from exc
-            _give_key(proc, key)
-            timed_out = False
-            try:
-                proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                logger.info("sandbox timed out after %.1f s; killing group %d", timeout_s, proc.pid)
-            finally:
-                if jailed and proc.poll() is None:
-                    _stop_jail(proc)  # its supervisor kills what left the process group
-                # Always: kills leftovers (background children) even after a normal exit.
-                _kill_group(proc)
-        log = _read_tail(err_path, TAIL_BYTES)
-        stdout_tail = _read_tail(out_path, TAIL_BYTES // 4)
-        if stdout_tail.strip():
-            log += "\n--- stdout ---\n" + stdout_tail
-        return _Run(returncode=proc.returncode, timed_out=timed_out, log_tail=cap_tail(log))
+    def _spawn(self, device: str, timeout_s: float) -> RunnerProcess:
+        """Temp dir, environment, command line (jail or not), then the process itself."""
+        try:
+            workdir = Path(tempfile.mkdtemp(prefix="kernelarc_eval_"))
+        except OSError as exc:
+            msg = f"cannot create the sandbox temp dir: {exc}"
+            raise SandboxError(msg) from exc
+        try:
+            notes: list[str] = []
+            trace_notes: list[str] = []
+            cache = self.cache_dir if self.cache_dir is not None else workdir / "cache"
+            env = scrubbed_env(
+                workdir=workdir, cache_dir=cache, device=device, gpu=self.gpu, extra=self.extra_env
+            )
+            writable = [workdir]
+            if not cache.resolve().is_relative_to(workdir.resolve()):
+                writable.append(cache)
+            command, jailed = self._command(device, writable, notes, trace_notes)
+            if jailed:
+                self._hand_over(writable)
+            return start(
+                command,
+                workdir=workdir,
+                env=env,
+                preexec=limits_preexec(self._limits(device, timeout_s)),
+                jailed=jailed,
+                device=device,
+                timeout_s=timeout_s,
+                notes=notes,
+                trace_notes=trace_notes,
+            )
+        except BaseException:
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise

@@ -74,7 +74,8 @@ def _parent_death_signal() -> Callable[[], None]:
     """prctl(PR_SET_PDEATHSIG, SIGKILL) for the child: a runner whose host process dies (a Ray
     actor killed mid-evaluation, a campaign SIGKILLed) dies too, instead of running on and
     holding its GPU while a replacement starts the next evaluation there. Linux only; the
-    signal follows the forking thread, which waits on the runner until it ends."""
+    signal follows the forking *thread*: the local sandbox forks every runner from one
+    long-lived thread (`spawn_thread.py`), so a spare outlives the call that started it."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         prctl = libc.prctl

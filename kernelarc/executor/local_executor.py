@@ -87,9 +87,7 @@ class LocalExecutor(PooledExecutor):
             )
 
     def close(self) -> None:
-        """Close every sandbox that holds resources (the Docker pool's containers)."""
+        """Close every sandbox (their spare runners, the Docker pool's containers)."""
         for slot in self._all:
-            close = getattr(slot.sandbox, "close", None)
-            if callable(close):
-                close()
+            slot.sandbox.close()
         self._all.clear()

@@ -72,10 +72,9 @@ class EvalActor:
         return "ok", result.model_dump_json()
 
     def close(self) -> None:
-        """Release the sandbox (a Docker pool's container)."""
-        close = getattr(self.sandbox, "close", None)
-        if callable(close):
-            close()
+        """Release the sandbox (its spare runner, a Docker pool's container); an actor killed
+        instead takes its spare along (its parent-death signal, EOF on its stdin)."""
+        self.sandbox.close()
 
 
 @dataclass

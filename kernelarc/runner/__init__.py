@@ -1,4 +1,6 @@
-"""The in-sandbox evaluator: `python -P -m kernelarc.runner REQUEST.json RESULT.json < KEY`.
+"""The in-sandbox evaluator: `python -P -m kernelarc.runner [--device D] REQUEST.json RESULT.json`.
+
+The key (and with `--device`, a go line before it) arrives on stdin; see `__main__`.
 
 It runs inside the sandbox the host (kernelarc.execution) starts, imports torch/triton and only
 `kernelarc.schema` from KernelArc. Two roles in separate processes: the judge (`__main__`,

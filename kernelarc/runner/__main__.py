@@ -1,13 +1,22 @@
-"""Entry point of the in-sandbox judge: `python -P -m kernelarc.runner REQUEST.json RESULT.json`.
+"""Entry point of the in-sandbox judge.
+
+`python -P -m kernelarc.runner REQUEST.json RESULT.json` evaluates at once (the cold form);
+`python -P -m kernelarc.runner --device DEVICE REQUEST.json RESULT.json` is a *spare*: it imports
+torch first, then waits for a `go` line on stdin and only then reads REQUEST.json (which need
+not exist before `go`). A sandbox starts a spare before the candidate arrives, so the ~3 s
+import is off the candidate's path, and still gives every candidate a fresh process (see
+`kernelarc/execution/spare_slot.py`). EOF instead of `go` ends a spare quietly (a discarded spare).
 
 This process is the judge; candidate code runs only in worker processes it forks (see
 `evaluate.py`). Order matters here:
 1. fd 1 is pointed at stderr before anything else, so nothing printed can look like runner
    output, and the process makes itself non-dumpable (`result_key`).
-2. The request is read with `kernelarc.schema` only, and TRITON_INTERPRET is set on CPU before
-   torch/triton load (triton reads it at import).
+2. TRITON_INTERPRET is set on CPU before torch/triton load (triton reads it at import): from
+   the request (cold form) or from --device (a spare; a request for another device is refused
+   with RUNTIME_ERROR traces, which the host never sends).
 3. The evaluation modules (torch) load and the worker zygote is forked; only then is the result
-   key read from stdin, so no worker ever has it in memory.
+   key read from stdin, so no worker ever has it in memory (a spare reads its `go` line one byte
+   at a time, so the key line behind it stays in the pipe until then).
 4. After each workload RESULT.json is rewritten atomically and signed with the key, so a crash or
    a kill later still leaves the traces done so far, and a file a worker writes is rejected.
 Any exception escaping the evaluation becomes RUNTIME_ERROR traces for the unfinished workloads.
@@ -23,6 +32,7 @@ from typing import Any
 # Step 1, before any heavy import.
 os.dup2(2, 1)
 
+from kernelarc.runner.go_line import BadGoLine, lead_own_group, start_deadline, wait_for_go  # noqa: E402
 from kernelarc.runner.outcome import UNKNOWN_ENVIRONMENT, Outcome, make_trace  # noqa: E402
 from kernelarc.runner.result_key import read_result_key, set_dumpable, signed_result  # noqa: E402
 from kernelarc.schema import EvalRequest, EvalStatus, Trace  # noqa: E402
@@ -46,14 +56,16 @@ def _crash_traces(request: EvalRequest, traces: list[Trace], log: str) -> None:
         traces.append(make_trace(request, workload, UNKNOWN_ENVIRONMENT, crash))
 
 
-def _run(request: EvalRequest, root: Path, result_path: Path) -> None:
+def _run(request: EvalRequest, root: Path, result_path: Path, refused: str | None) -> None:
+    """Evaluate; `refused` (a reason) writes crash traces without evaluating anything."""
     traces: list[Trace] = []
     zygote: Any = None
-    crash_log = "runner ended before every workload had a trace"
+    crash_log = refused or "runner ended before every workload had a trace"
     try:
-        from kernelarc.runner.evaluate import evaluate_request, start_zygote  # torch loads here
+        if refused is None:
+            from kernelarc.runner.evaluate import evaluate_request, start_zygote  # torch
 
-        zygote = start_zygote(request, root)
+            zygote = start_zygote(request, root)
     except Exception:
         crash_log = "runner failed to start:\n" + traceback.format_exc()
     key = read_result_key()  # step 3: after the fork
@@ -72,22 +84,76 @@ def _run(request: EvalRequest, root: Path, result_path: Path) -> None:
     _write_result(result_path, traces, key)
 
 
-def main(argv: list[str]) -> int:
-    """Evaluate REQUEST.json, write RESULT.json; 0 when a result was written, 2 on bad usage."""
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="runner: %(message)s")
-    if len(argv) != 2:
-        logger.error("usage: python -P -m kernelarc.runner REQUEST.json RESULT.json < KEY")
+_USAGE = "usage: python -P -m kernelarc.runner [--device cpu|cuda] REQUEST.json RESULT.json"
+
+
+def _parse(argv: list[str]) -> tuple[str | None, list[str]] | None:
+    """(--device or None, the two paths), or None on bad usage."""
+    device = None
+    if argv[:1] == ["--device"]:
+        if len(argv) < 2 or argv[1] not in ("cpu", "cuda"):
+            return None
+        device, argv = argv[1], argv[2:]
+    return (device, argv) if len(argv) == 2 else None
+
+
+def _preload() -> None:
+    """A spare's import of the evaluation modules (torch) before `go`; an error is left for
+    `_run` to import again and report in the traces."""
+    try:
+        import kernelarc.runner.evaluate  # noqa: F401
+    except Exception:
+        logger.warning("preloading the evaluation modules failed:\n%s", traceback.format_exc())
+
+
+def _wait_for_go() -> int | None:
+    """A spare: block until `go` (None) or EOF (exit code 0: a discarded spare) or a bad line
+    (exit code 2); start the deadline the line carries."""
+    try:
+        go = wait_for_go()
+    except (BadGoLine, OSError) as exc:
+        logger.error("spare runner: %s", exc)
         return 2
+    if go is None:
+        return 0
+    if go.deadline_s is not None:
+        lead_own_group()
+        start_deadline(go.deadline_s)
+    return None
+
+
+def main(argv: list[str]) -> int:
+    """Evaluate REQUEST.json, write RESULT.json; 0 when a result was written (or a spare was
+    discarded with EOF), 2 on bad usage, a bad go line or an unreadable request."""
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="runner: %(message)s")
+    parsed = _parse(argv)
+    if parsed is None:
+        logger.error("%s < [go line] KEY", _USAGE)
+        return 2
+    device, paths = parsed
+    if device is not None:
+        if device == "cpu":
+            os.environ["TRITON_INTERPRET"] = "1"
+        _preload()
+        code = _wait_for_go()
+        if code is not None:
+            return code
     # Absolute paths: the result is written by path long after start.
-    request_path, result_path = Path(argv[0]).resolve(), Path(argv[1]).resolve()
+    request_path, result_path = Path(paths[0]).resolve(), Path(paths[1]).resolve()
     try:
         request = EvalRequest.model_validate_json(request_path.read_text(encoding="utf-8"))
     except Exception:
         logger.error("cannot read the request:\n%s", traceback.format_exc())
         return 2
-    if request.device == "cpu":
+    refused = None
+    if device is None and request.device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
-    _run(request, Path.cwd().resolve(), result_path)
+    elif device is not None and request.device != device:
+        refused = (
+            f"runner started for device {device!r} got a request for {request.device!r}; "
+            "nothing was evaluated (a sandbox bug)"
+        )
+    _run(request, Path.cwd().resolve(), result_path, refused)
     return 0
 
 

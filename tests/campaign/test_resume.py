@@ -94,19 +94,30 @@ def _runner_children(pid: int) -> list[int]:
     return found
 
 
+def _evaluating(runners: list[int]) -> list[int]:
+    """The runners given a request (a warm spare waits in its temp dir without request.json)."""
+    found = []
+    for pid in runners:
+        with contextlib.suppress(OSError):
+            if (Path(os.readlink(f"/proc/{pid}/cwd")) / "request.json").exists():
+                found.append(pid)
+    return found
+
+
 def _complete_lines(path: Path) -> int:
     return path.read_bytes().count(b"\n") if path.is_file() else 0
 
 
 def _kill_mid_evaluation(proc: "subprocess.Popen[bytes]", run_dir: Path, log: Path) -> None:
     """Wait for a recorded attempt and an evaluation in flight, then SIGKILL the campaign's
-    process group and the runners' own groups (a killed campaign leaves its runners behind)."""
+    process group and the runners' own groups, the warm spare's included (a killed campaign
+    leaves its runners behind)."""
     deadline = time.monotonic() + 240
     runners: list[int] = []
     while time.monotonic() < deadline:
         assert proc.poll() is None, f"campaign ended before the kill:\n{log.read_text()[-3000:]}"
         runners = _runner_children(proc.pid)
-        if _complete_lines(run_dir / "attempts.jsonl") >= 1 and runners:
+        if _complete_lines(run_dir / "attempts.jsonl") >= 1 and _evaluating(runners):
             break
         time.sleep(0.05)
     else:

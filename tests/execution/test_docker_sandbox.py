@@ -2,12 +2,16 @@
 
 One sandbox runs a fixed sequence of candidates through its warm `cpu` container (each
 evaluation costs a torch import inside the runner, so the sequence is shared by the tests), then
-is closed; the tests check what each step returned and which container it ran in.
+is closed; the tests check what each step returned, which container it ran in and whether it
+used the container's warm spare runner.
 """
 
 import inspect
+import os
+import signal
 import socket
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +21,7 @@ from docker_env import DockerEngine
 from kernelarc.errors import ConfigError, SandboxError
 from kernelarc.execution import make_sandbox
 from kernelarc.execution.attach_stream import TAIL_BYTES, AttachStream
-from kernelarc.execution.docker_sandbox import DockerSandbox
+from kernelarc.execution.docker_sandbox import WARM_SPARE_NOTE, DockerSandbox
 from kernelarc.problems.files import load_problem
 from kernelarc.schema import EvalRequest, EvalResult, EvalStatus, Solution, TimingConfig
 
@@ -110,6 +114,10 @@ class Step:
         assert evaluation is not None
         return evaluation.log
 
+    @property
+    def warm(self) -> bool:
+        return any(n.startswith(WARM_SPARE_NOTE) for n in self.result.sandbox_notes)
+
 
 @dataclass(frozen=True)
 class Sequence:
@@ -117,6 +125,29 @@ class Sequence:
     containers_before_close: list[str]
     containers_after_close: list[str]
     server_accepted: int
+    spare_killed: bool
+
+
+def _spare_pids(sandbox: DockerSandbox, docker_engine: DockerEngine) -> list[int]:
+    """Host pids of the spare runner waiting in the `cpu` container (`docker top`'s view)."""
+    container_id = sandbox.container_id("cpu")
+    if container_id is None:
+        return []
+    top = docker_engine.client.containers.get(container_id).top(ps_args="-eo pid,args")
+    rows = (" ".join(process).split(None, 1) for process in top["Processes"])
+    return [int(r[0]) for r in rows if len(r) == 2 and "kernelarc.runner --device cpu" in r[1]]
+
+
+def _kill_spare(sandbox: DockerSandbox, docker_engine: DockerEngine) -> bool:
+    """SIGKILL the spare (a test's stand-in for a spare that died) and wait until the engine
+    no longer lists it; False if there was none."""
+    pids = _spare_pids(sandbox, docker_engine)
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30.0
+    while _spare_pids(sandbox, docker_engine) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return bool(pids)
 
 
 @pytest.fixture(scope="module")
@@ -151,11 +182,19 @@ def sequence(docker_engine: DockerEngine) -> Sequence:
                 before = sandbox.container_id("cpu")
                 result = sandbox.evaluate(_request(kernel, replacements), timeout_s=timeout)
                 steps[name] = Step(result, before, sandbox.container_id("cpu"))
+            spare_killed = _kill_spare(sandbox, docker_engine)
+            before = sandbox.container_id("cpu")
+            result = sandbox.evaluate(
+                _request(SAMPLES / "kernels" / "add_return.py"), timeout_s=TIMEOUT_S
+            )
+            steps["after_spare_death"] = Step(result, before, sandbox.container_id("cpu"))
             containers_before_close = docker_engine.sandbox_containers()
         containers_after_close = docker_engine.sandbox_containers()
     finally:
         server.close()
-    return Sequence(steps, containers_before_close, containers_after_close, server.accepted)
+    return Sequence(
+        steps, containers_before_close, containers_after_close, server.accepted, spare_killed
+    )
 
 
 @pytest.mark.docker
@@ -215,6 +254,27 @@ def test_worker_exit_keeps_the_container_and_the_root_is_read_only(sequence: Seq
     worker_exit, probe = sequence.steps["worker_exit"], sequence.steps["readonly_probe"]
     assert probe.container_before == worker_exit.container_after == probe.container_after
     assert probe.statuses == {EvalStatus.PASSED}, probe.log  # EROFS on /usr, /, /etc; /tmp ok
+
+
+@pytest.mark.docker
+def test_a_kept_container_gives_the_next_candidate_its_warm_spare(sequence: Sequence) -> None:
+    steps = sequence.steps
+    # A fresh container (first step, or after a replacement): a runner exec'd on demand.
+    for name in ("first", "net_probe", "worker_exit"):
+        assert not steps[name].warm, name
+    # After an evaluation that kept its container: the spare exec'd when that one ended,
+    # including the endless loop, which the runner's own go deadline ended (TIMEOUT above).
+    for name in ("endless", "kill_runner", "readonly_probe"):
+        assert steps[name].warm, (name, steps[name].result.sandbox_notes)
+
+
+@pytest.mark.docker
+def test_a_dead_spare_is_replaced_by_a_cold_start(sequence: Sequence) -> None:
+    step = sequence.steps["after_spare_death"]
+    assert sequence.spare_killed
+    assert not step.warm
+    assert step.statuses == {EvalStatus.PASSED}, step.log
+    assert step.container_before == sequence.steps["readonly_probe"].container_after
 
 
 @pytest.mark.docker

@@ -42,9 +42,10 @@ BOUNDARY = [s for s in load_samples("cpu") if s.name in ON_CUDA_TOO]
 @pytest.fixture(scope="module")
 def gpu_run() -> Iterator[tuple[dict[str, Outcome], dict[str, list[str]], list[str], set[str]]]:
     with HostWatch() as watch:
-        sandbox = LocalSandbox(extra_env={TOKEN_VAR: watch.token})
         samples = [*GPU_SAMPLES, *BOUNDARY]
-        outcomes = run_suite([sandbox], samples, watch, device="cuda", always_control=True)
+        # Closed before the watch looks for processes: its spare runner carries the token.
+        with LocalSandbox(extra_env={TOKEN_VAR: watch.token}) as sandbox:
+            outcomes = run_suite([sandbox], samples, watch, device="cuda", always_control=True)
         problems = {s.name: check_sample(s, outcomes[s.name], watch) for s in samples}
         violations = watch.violations(o.result for o in outcomes.values())
     notes = {n for o in outcomes.values() for n in o.result.sandbox_notes}

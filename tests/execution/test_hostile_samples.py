@@ -28,7 +28,7 @@ from hostile_suite import (
     run_suite,
 )
 
-from kernelarc.execution import LocalSandbox, Sandbox
+from kernelarc.execution import LocalSandbox
 
 #: The suite is ~100 evaluations (each a torch import in a fresh runner): ~4 min on 2 free cores.
 pytestmark = pytest.mark.timeout(1200)
@@ -72,7 +72,9 @@ class Suite:
     docker: SuiteRun
 
 
-def _local_pool(watch: HostWatch, first_uid: int, size: int, **options: object) -> list[Sandbox]:
+def _local_pool(
+    watch: HostWatch, first_uid: int, size: int, **options: object
+) -> list[LocalSandbox]:
     env = {TOKEN_VAR: watch.token}
     return [
         LocalSandbox(
@@ -92,7 +94,13 @@ def _run_local(
 ) -> SuiteRun:
     started = time.monotonic()
     run = SuiteRun()
-    run.outcomes = run_suite(_local_pool(watch, first_uid, size, **options), samples, watch)
+    sandboxes = _local_pool(watch, first_uid, size, **options)
+    try:
+        run.outcomes = run_suite(sandboxes, samples, watch)
+    finally:
+        # Their spare runners carry the watch's token, which must be in no process afterwards.
+        for sandbox in sandboxes:
+            sandbox.close()
     run.seconds = time.monotonic() - started
     return run
 

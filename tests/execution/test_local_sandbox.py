@@ -99,7 +99,7 @@ def hostile_results() -> dict[str, EvalResult]:
     sandbox = LocalSandbox(extra_env={"KERNELARC_PROBE": "visible", "PROBE_API_KEY": "leak"})
     os.environ["KERNELARC_TEST_SECRET_TOKEN"] = "must-not-leak"
     try:
-        with ThreadPoolExecutor(max_workers=3) as pool:
+        with sandbox, ThreadPoolExecutor(max_workers=3) as pool:
             futures = {
                 name: pool.submit(
                     sandbox.evaluate, request(prob, name, dps=dps), timeout_s=TIMEOUT_S
@@ -219,6 +219,8 @@ def test_endless_loop_times_out_and_leaves_no_process() -> None:
     finally:
         done.set()
         watcher.join()
+        # The spare started for the next evaluation carries the marker too: end it first.
+        sandbox.close()
     assert statuses(result) == {EvalStatus.TIMEOUT}
     evaluation = result.traces[0].evaluation
     assert evaluation is not None and "timed out" in evaluation.log

@@ -1,0 +1,213 @@
+"""A local runner process from start to end, for `LocalSandbox`.
+
+A runner is started as `python -P -m kernelarc.runner --device DEVICE request.json result.json`
+in its own temp dir and process group (`start`); it imports torch and waits. `go()` writes the
+request into its dir and the go line and result key on its stdin; `finish()` waits for it
+against the wall-clock timeout, kills its whole group (and stops the jail) and reads back the
+log tails. A cold evaluation calls the three in a row; a spare is started ahead of its request
+and handed to the next evaluation that fits (`spare_slot.py`). `discard()` ends a runner that is
+no longer wanted (closing its stdin is EOF before `go`, on which a spare exits; the kill makes
+sure) and removes its temp dir. Command line, environment and limits are the sandbox's choice.
+"""
+
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernelarc.errors import SandboxError
+from kernelarc.execution.result_file import cap_tail
+from kernelarc.runner.go_line import go_line
+
+logger = logging.getLogger(__name__)
+
+TAIL_BYTES = 64 * 1024
+_GROUP_GONE_WAIT_S = 5.0
+_JAIL_EXIT_WAIT_S = 10.0
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """How a runner ended: exit code (None if it never ended), whether it overran, log tail."""
+
+    returncode: int | None
+    timed_out: bool
+    log_tail: str
+
+
+@dataclass
+class RunnerProcess:
+    """A started runner (waiting for `go`, or running) and the temp dir it works in."""
+
+    proc: "subprocess.Popen[bytes]"
+    workdir: Path
+    jailed: bool
+    device: str
+    timeout_s: float
+    """The timeout its limits were computed for (RLIMIT_CPU depends on it)."""
+    notes: list[str] = field(default_factory=list)
+    """For EvalResult.sandbox_notes (isolation and jail notes of its command line)."""
+    trace_notes: list[str] = field(default_factory=list)
+    """The subset every trace's log must carry."""
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def fits(self) -> tuple[str, float]:
+        """What a request must match to use this runner: (device, timeout_s)."""
+        return self.device, self.timeout_s
+
+    def alive(self) -> bool:
+        """Whether the process (the jail or `unshare`, when there is one) still runs."""
+        return self.proc.poll() is None
+
+    def go(self, request_json: str, result_key: bytes) -> None:
+        """Write request.json into its dir, then `go` and the key line on its stdin (EOF after).
+
+        Raises:
+            SandboxError: request.json cannot be written.
+        """
+        try:
+            # O_EXCL | O_NOFOLLOW: the dir belongs to the sandbox user; never follow a planted link.
+            fd = os.open(self.workdir / "request.json", _NEW_FILE, 0o644)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(request_json)
+        except OSError as exc:
+            msg = f"cannot write the request into the sandbox dir {self.workdir}: {exc}"
+            raise SandboxError(msg) from exc
+        # A process of the same uid elsewhere (no PID namespace on CUDA) may have stopped it.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGCONT)
+        assert self.proc.stdin is not None
+        try:  # two short lines: they fit the pipe buffer, so this never blocks
+            self.proc.stdin.write(go_line() + result_key.hex().encode("ascii") + b"\n")
+            self.proc.stdin.close()
+        except OSError as exc:  # the runner died; its missing result says the rest
+            logger.warning("cannot give the runner its go line and key: %s", exc)
+
+    def finish(self, timeout_s: float) -> RunEnd:
+        """Wait up to `timeout_s`, then kill whatever is left; how it ended."""
+        timed_out = False
+        try:
+            self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            logger.info(
+                "sandbox timed out after %.1f s; killing group %d", timeout_s, self.proc.pid
+            )
+        finally:
+            self._stop()
+        log = read_tail(self.workdir / "stderr.log", TAIL_BYTES)
+        stdout_tail = read_tail(self.workdir / "stdout.log", TAIL_BYTES // 4)
+        if stdout_tail.strip():
+            log += "\n--- stdout ---\n" + stdout_tail
+        return RunEnd(returncode=self.proc.returncode, timed_out=timed_out, log_tail=cap_tail(log))
+
+    def discard(self) -> None:
+        """End it (if it has not ended) and remove its temp dir; idempotent."""
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()  # EOF before `go`: a spare exits by itself
+        if self.proc.returncode is None:
+            self._stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _stop(self) -> None:
+        if self.jailed and self.proc.poll() is None:
+            _stop_jail(self.proc)  # its supervisor kills what left the process group
+        # Always: kills leftovers (background children) even after a normal exit.
+        _kill_group(self.proc)
+
+
+def start(
+    command: list[str],
+    *,
+    workdir: Path,
+    env: dict[str, str],
+    preexec: Callable[[], None],
+    jailed: bool,
+    device: str,
+    timeout_s: float,
+    notes: list[str],
+    trace_notes: list[str],
+) -> RunnerProcess:
+    """Start the runner in `workdir` (its cwd), in a new session, stdout/stderr to log files.
+
+    Raises:
+        SandboxError: the process cannot be started.
+    """
+    out_path, err_path = workdir / "stdout.log", workdir / "stderr.log"
+    with out_path.open("wb") as out, err_path.open("wb") as err:
+        try:
+            proc = subprocess.Popen(
+                command,
+                cwd=workdir,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+                preexec_fn=preexec,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            msg = f"cannot start the sandbox runner {command}: {exc}"
+            raise SandboxError(msg) from exc
+    return RunnerProcess(
+        proc=proc,
+        workdir=workdir,
+        jailed=jailed,
+        device=device,
+        timeout_s=timeout_s,
+        notes=notes,
+        trace_notes=trace_notes,
+    )
+
+
+def read_tail(path: Path, limit: int) -> str:
+    """The last `limit` bytes of a file as text (with a note of what was cut); '' if unreadable."""
+    try:
+        with path.open("rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - limit))
+            data = handle.read()
+    except OSError:
+        return ""
+    text = data.decode("utf-8", errors="replace")
+    return f"[... {size - limit} bytes cut ...]\n{text}" if size > limit else text
+
+
+def _kill_group(proc: "subprocess.Popen[bytes]") -> None:
+    """SIGKILL the runner's whole group, reap the runner, then wait (bounded) for the rest."""
+    pgid = proc.pid  # start_new_session: the runner leads its own group
+    deadline = time.monotonic() + _GROUP_GONE_WAIT_S
+    while True:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            break
+        except PermissionError:
+            logger.warning("cannot signal process group %d", pgid)
+            break
+        # Reaping our own child first: a zombie still counts as a group member.
+        if proc.poll() is None:
+            proc.wait()
+        if time.monotonic() > deadline:
+            logger.warning("process group %d still has members after SIGKILL", pgid)
+            break
+        time.sleep(0.02)
+    proc.wait()
+
+
+def _stop_jail(proc: "subprocess.Popen[bytes]") -> None:
+    """SIGTERM the jail (it kills its whole tree, setsid'd processes included) and wait a bit."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=_JAIL_EXIT_WAIT_S)
+    except subprocess.TimeoutExpired:
+        logger.warning("the sandbox jail did not exit within %.0f s of SIGTERM", _JAIL_EXIT_WAIT_S)
