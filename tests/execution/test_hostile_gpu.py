@@ -32,9 +32,7 @@ ON_CUDA_TOO = (
     "connect_host",
     # the data path: on CUDA inputs and outputs travel by IPC handle (runner/cuda_ipc.py)
     "return_input",
-    "alias_input_inplace",
     "mutate_input",
-    "pickling_subclass",
 )
 BOUNDARY = [s for s in load_samples("cpu") if s.name in ON_CUDA_TOO]
 
