@@ -190,6 +190,9 @@ def open_values(descs: Sequence[SharedValue], *, copy: bool) -> list[Any]:
             msg = "malformed storage size"
             raise ValueError(msg)
         dtype = _check_view(desc, size)
+        # torch's lazy CUDA init also sets up the caching allocator, which maps IPC handles:
+        # without it `_new_shared_cuda` crashes a process that has not touched CUDA yet.
+        torch.cuda.init()  # type: ignore[no-untyped-call, unused-ignore]
         storage = torch.UntypedStorage._new_shared_cuda(*fields)
         view = torch.empty((), dtype=dtype, device=storage.device)
         view.set_(storage, desc.offset, desc.shape, desc.stride)

@@ -91,6 +91,8 @@ class _Judge:
     phase: str = "start"
     share_cuda: bool = True
     """Pass CUDA values to workers by IPC; off for the rest of the run after a failure."""
+    sharing_proven: bool = False
+    """A call with shared values completed in this run (a later worker death is the worker's)."""
     sharing_note: str = ""
 
     def discard_worker(self) -> str:
@@ -190,6 +192,7 @@ def _evaluate_workload(judge: _Judge, index: int, workload: Workload) -> Outcome
         judge.phase = f"round {round_index}"
         inputs = _generate(judge, workload)
         run = _verified_call(judge, worker, index, workload, inputs, tally)
+        worker = _ensure_worker(judge)  # a fresh one when IPC failed its first call
         reply = run.reply
         if tally.base_threads is None:
             tally.base_threads = (reply.threads_started, reply.threads_alive)
@@ -220,7 +223,8 @@ def _evaluate_workload(judge: _Judge, index: int, workload: Workload) -> Outcome
         speedup_factor=reference_latency / latency if latency > 0 else 0.0,
         timing_method=method if method in _TIMING_METHODS else timing_method(req.device),
     )
-    notes = "\n".join(n for n in (timed.timing_note, notes, worker.sharing_note) if n)
+    sharing = worker.sharing_note or judge.sharing_note
+    notes = "\n".join(n for n in (timed.timing_note, notes, sharing) if n)
     return Outcome(
         EvalStatus.PASSED, notes, correctness=tally.worst.result(), performance=performance
     )
@@ -289,7 +293,7 @@ def _verified_call(
     req = judge.request
     refs, ref_changed = _run_reference(judge, inputs)
     max_blob = 4 * sum(r.nbytes for r in refs) + (16 << 20)
-    run = worker.run(index, inputs, max_blob)
+    run = _run_call(judge, worker, index, inputs, max_blob)
     reply = run.reply
     _check_probes(judge, reply, tally)
     if reply.error:
@@ -317,6 +321,30 @@ def _verified_call(
             "leaves unchanged"
         )
         raise _stop(EvalStatus.INCORRECT_NUMERICAL, log, tally.worst)
+    return run
+
+
+def _run_call(
+    judge: _Judge, worker: WorkerClient, index: int, inputs: list[Value], max_blob: int
+) -> RunResult:
+    """One call; if the first call with IPC-shared values kills the worker, CUDA IPC is taken to
+    be broken on this machine: it is turned off and the call repeated by copy in a fresh worker.
+    (A candidate that dies on purpose gains nothing: it dies again on the copy.)"""
+    shared = worker.share_cuda
+    try:
+        run = worker.run(index, inputs, max_blob)
+    except WorkerDied:
+        if not shared or judge.sharing_proven:
+            raise
+        how = judge.discard_worker()
+        judge.share_cuda = False
+        judge.sharing_note = (
+            f"CUDA IPC turned off: the first worker given shared inputs {how}; values go by copy"
+        )
+        logger.warning("%s", judge.sharing_note)
+        return _ensure_worker(judge).run(index, inputs, max_blob)
+    if shared and worker.share_cuda:
+        judge.sharing_proven = True
     return run
 
 
