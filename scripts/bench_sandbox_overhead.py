@@ -19,7 +19,7 @@ evaluations back to back in the local warm-spare sandbox: each takes the spare t
 started a moment before, so it waits for most of the import (the worst case of the spare). Then
 the same back to back in a LocalSandbox forced to the CUDA rule (`spare_start="concurrent"`:
 the next spare starts when a runner is taken, as the other jail user), with the trivial kernel
-and with one that sleeps SLOW seconds per call (default 2; 2 calls per evaluation), whose
+and with one that sleeps SLOW seconds per call (default 2; 3 calls per evaluation), whose
 evaluations outlast an import, as GPU evaluations with real timing do. The slow kernel also runs
 back to back with the CPU rule (spare after the end) for comparison.
 
