@@ -85,6 +85,10 @@ class DockerConfig:
     """The image's Python (on its PATH or absolute)."""
     user: str | None = None
     """Container user `uid:gid`; None = the host's (1000:1000 when the host is root)."""
+    spare_user: str | None = None
+    """The second runner user `uid:gid` runners alternate with, so a spare can start beside a
+    running candidate (cuda); None = 1001:1001 when the host is root and `user` is None, else
+    none (the spare then starts when an evaluation ends)."""
     work_root: str | None = None
     """Host dir for the per-container eval dirs (the engine's host must see the same path);
     None = the system temp dir."""
@@ -110,9 +114,10 @@ class SandboxConfig:
     """`local` on a root host: run the runner in execution/jail.py (read-only filesystem but the
     eval dir, unprivileged user, leftovers killed); false only to rule the jail out."""
     warm_spare: bool = True
-    """Keep one pre-started runner per sandbox (slot) for its next evaluation: started when an
-    evaluation ends, it imports torch while the sandbox waits, so a candidate does not pay that
-    (~3 s); every candidate still gets a fresh process. False: start each runner on demand."""
+    """Keep one pre-started runner per sandbox (slot) for its next evaluation: it imports torch
+    while the sandbox waits, so a candidate does not pay that (~3 s); every candidate still gets
+    a fresh process. Started on cuda when an evaluation takes its runner (as another user), on
+    cpu when an evaluation ends (docs/architecture.md). False: start each runner on demand."""
 
     def options(self) -> dict[str, Any]:
         """The keyword options `make_sandbox(self.kind, **options)` takes for this kind."""

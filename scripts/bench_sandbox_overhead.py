@@ -16,9 +16,14 @@ after the previous one of its sandbox; one that comes sooner waits for the rest 
 Only evaluations that report they used the spare count as warm. One untimed warm-up per sandbox
 first (the Docker ones start their pool containers), then GAP seconds of idle. Last, RUNS
 evaluations back to back in the local warm-spare sandbox: each takes the spare the previous one
-started a moment before, so it waits for most of the import (the worst case of the spare).
+started a moment before, so it waits for most of the import (the worst case of the spare). Then
+the same back to back in a LocalSandbox forced to the CUDA rule (`spare_start="concurrent"`:
+the next spare starts when a runner is taken, as the other jail user), with the trivial kernel
+and with one that sleeps SLOW seconds per call (default 2; 3 calls per evaluation), whose
+evaluations outlast an import, as GPU evaluations with real timing do. The slow kernel also runs
+back to back with the CPU rule (spare after the end) for comparison.
 
-    .venv/bin/python scripts/bench_sandbox_overhead.py [RUNS] [--gap SECONDS]
+    .venv/bin/python scripts/bench_sandbox_overhead.py [RUNS] [--gap SECONDS] [--slow SECONDS]
 """
 
 import argparse
@@ -35,12 +40,18 @@ from docker_env import start_engine  # noqa: E402
 
 from kernelarc.execution import LocalSandbox, Sandbox  # noqa: E402
 from kernelarc.execution.docker_sandbox import DockerSandbox  # noqa: E402
-from kernelarc.execution.local_sandbox import WARM_SPARE_NOTE  # noqa: E402
+from kernelarc.execution.local_sandbox import WARM_SPARE_NOTE, SpareStart  # noqa: E402
 from kernelarc.problems.files import load_problem  # noqa: E402
 from kernelarc.schema import EvalRequest, EvalResult, EvalStatus, Solution, TimingConfig  # noqa: E402
 
+TRIVIAL = "def run(x, y):\n    return x + y\n"
 
-def _request() -> EvalRequest:
+
+def _slow(seconds: float) -> str:
+    return f"import time\n\ndef run(x, y):\n    time.sleep({seconds})\n    return x + y\n"
+
+
+def _request(source: str = TRIVIAL) -> EvalRequest:
     prob = load_problem(ROOT / "tests" / "samples" / "problems" / "vector_add")
     solution = Solution.model_validate(
         {
@@ -53,7 +64,7 @@ def _request() -> EvalRequest:
                 "entry_point": "kernel.py::run",
                 "destination_passing_style": False,
             },
-            "sources": [{"path": "kernel.py", "content": "def run(x, y):\n    return x + y\n"}],
+            "sources": [{"path": "kernel.py", "content": source}],
         }
     )
     return EvalRequest(
@@ -69,6 +80,9 @@ def _request() -> EvalRequest:
 WARM_KINDS = ("local warm spare", "docker warm spare")
 COLD_KINDS = ("local cold", "docker cold")
 BACK_TO_BACK = "local back to back"
+CONCURRENT = "local b2b concurrent"
+SLOW_AFTER = "local b2b slow after"
+SLOW_CONCURRENT = "local b2b slow conc"
 
 
 def _check(name: str, result: EvalResult) -> None:
@@ -114,11 +128,41 @@ def _measure(sandboxes: dict[str, Sandbox], runs: int, gap_s: float) -> dict[str
     return times
 
 
+def _back_to_back(sandbox: Sandbox, request: EvalRequest, name: str, runs: int) -> list[float]:
+    """One untimed evaluation, then `runs` back to back; the wall_s of each."""
+    _check(name, sandbox.evaluate(request, timeout_s=300))
+    times = []
+    for _ in range(runs):
+        result = sandbox.evaluate(request, timeout_s=300)
+        _check(name, result)
+        times.append(result.wall_s)
+        if not _warm(result):
+            print(f"{name}: an evaluation found no spare", file=sys.stderr)
+    return times
+
+
+def _measure_concurrent(runs: int, slow_s: float, gap_s: float) -> dict[str, list[float]]:
+    """Back to back with the spare started beside the candidate (the CUDA rule), and the slow
+    kernel with both rules."""
+    times: dict[str, list[float]] = {}
+    plan: list[tuple[str, SpareStart, EvalRequest]] = [
+        (CONCURRENT, "concurrent", _request()),
+        (SLOW_AFTER, "after", _request(_slow(slow_s))),
+        (SLOW_CONCURRENT, "concurrent", _request(_slow(slow_s))),
+    ]
+    for name, rule, request in plan:
+        time.sleep(gap_s)  # the previous sandbox's processes are gone
+        with LocalSandbox(spare_start=rule) as sandbox:
+            times[name] = _back_to_back(sandbox, request, name, runs)
+    return times
+
+
 def main(argv: list[str]) -> int:
     """Run the benchmark; 0 on success, 1 without an engine or on an unexpected status."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", type=int, nargs="?", default=5)
     parser.add_argument("--gap", type=float, default=10.0, help="idle seconds between rounds")
+    parser.add_argument("--slow", type=float, default=2.0, help="the slow kernel's sleep per call")
     args = parser.parse_args(argv)
     engine = start_engine()
     if isinstance(engine, str):
@@ -146,6 +190,7 @@ def main(argv: list[str]) -> int:
                 "docker cold": docker_cold,
             }
             times = _measure(sandboxes, args.runs, args.gap)
+        times.update(_measure_concurrent(args.runs, args.slow, args.gap))
     except RuntimeError as exc:
         print(exc, file=sys.stderr)
         return 1
@@ -154,6 +199,7 @@ def main(argv: list[str]) -> int:
     elapsed = time.monotonic() - started
     print(f"\n{args.runs} rounds, {args.gap:g} s idle after the warm evaluations of each, then")
     print(f"{args.runs} back-to-back evaluations in the local warm-spare sandbox; {elapsed:.0f} s")
+    print(f"then back to back: concurrent spare; {args.slow:g} s-per-call kernel, after/concurrent")
     print(f"{'sandbox':<19} {'n':>3} {'median s':>9} {'min s':>7} {'max s':>7}")
     for name, values in times.items():
         if not values:

@@ -12,10 +12,17 @@ signed result is read back on the host side of the mount with `result_file`, as 
 does. The container is replaced after a timeout, a runner crash, a poisoned CUDA context or
 leftover processes, so container start-up is paid once and no candidate can affect the next.
 
-With `warm_spare` (the default) the next runner is exec'd when an evaluation ends, after the
-leftover check, in its own fresh eval dir: it imports torch and waits for `go`, so the next
-evaluation skips the import (as LocalSandbox's spare; `spare_slot.py`). A spare that died is
-replaced by a runner exec'd at once (a cold start); a replaced container takes its spare along.
+With `warm_spare` (the default) the slot keeps the next runner exec'd ahead, in its own fresh
+eval dir: it imports torch and waits for `go`, so the next evaluation skips the import (as
+LocalSandbox's spare; `spare_slot.py`). On `cuda` (`spare_start` auto) it is exec'd as soon as the
+current evaluation has its runner, so back-to-back candidates find it ready; on `cpu` only when
+an evaluation ends, after the leftover check, so its import never competes with CPU timing.
+Runners alternate between two numeric users (`user`, `spare_user`): with no capabilities in the
+container, the running candidate's uid can neither signal nor ptrace the spare, nor enter its
+eval dir (chowned to the spare's uid, mode 0700); the leftover check ignores the spare's uid.
+Without a second user (a non-root host cannot chown the eval dirs) the spare waits for the end.
+A spare that died is replaced by a runner exec'd at once (a cold start); a replaced container
+takes its spare along.
 """
 
 import contextlib
@@ -33,7 +40,7 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import docker
 import docker.errors
@@ -74,6 +81,8 @@ class _Runner:
     name: str
     """Its eval dir, under the slot's pool dir."""
     device: str
+    user: str
+    """The uid:gid it runs as."""
     started: float = field(default_factory=time.monotonic)
 
     def close(self) -> None:
@@ -94,6 +103,8 @@ class _Slot:
     image_id: str = ""
     baseline_pids: frozenset[str] = frozenset()
     spare: _Runner | None = None
+    last_user: str | None = None
+    """The user of the runner exec'd last (the next one alternates)."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +117,17 @@ class _ExecRun:
 def _default_user() -> str:
     # The host must be able to delete what the runner writes into the eval mount.
     return f"{os.getuid()}:{os.getgid()}" if os.getuid() != 0 else "1000:1000"
+
+
+def _numeric(user: str) -> tuple[int, int] | None:
+    """`uid:gid` as numbers, or None for anything else (a name, a uid alone)."""
+    uid, _, gid = user.partition(":")
+    return (int(uid), int(gid)) if uid.isdigit() and gid.isdigit() else None
+
+
+#: When the next spare is exec'd: `auto` = at once on cuda, after the evaluation on cpu; `after`
+#: = always after; `concurrent` = always at once (what tests and benchmarks use on a CPU host).
+SpareStart = Literal["auto", "after", "concurrent"]
 
 
 def _remove_all(client: Any, slots: dict[str, _Slot], owner: str) -> None:
@@ -165,6 +187,7 @@ class DockerSandbox:
         docker_host: str | None = None,
         network: bool = False,
         user: str | None = None,
+        spare_user: str | None = None,
         python: str = "python",
         tmpfs_size_mb: int = 4096,
         max_file_size_bytes: int | None = 256 * 1024**2,
@@ -172,6 +195,7 @@ class DockerSandbox:
         extra_mounts: Mapping[str, str] | None = None,
         extra_env: Mapping[str, str] | None = None,
         warm_spare: bool = True,
+        spare_start: SpareStart = "auto",
     ) -> None:
         """Options; the engine is contacted now (SandboxError when it cannot be reached).
 
@@ -182,8 +206,14 @@ class DockerSandbox:
         per-container eval dirs are made (None: the system temp dir); it must be a path the
         engine's host sees identically. `extra_mounts` (host path -> container path, read-only)
         exist for the tests' stand-in image, which borrows this host's Python. `warm_spare`
-        keeps a pre-started runner in each slot's container for its next evaluation.
+        keeps a pre-started runner in each slot's container for its next evaluation, exec'd
+        as `spare_start` says (module docstring). `spare_user` is the other user runners
+        alternate with (None: 1001:1001 when the host is root and `user` the default; runners
+        only alternate when the host is root and both users are numeric uid:gid).
         """
+        if spare_start not in ("auto", "after", "concurrent"):
+            msg = f"spare_start must be auto, after or concurrent (got {spare_start!r})"
+            raise ValueError(msg)
         self.image = image
         self.gpu = gpu
         self.memory_limit_gb = memory_limit_gb
@@ -191,6 +221,11 @@ class DockerSandbox:
         self.cpus = cpus
         self.network = network
         self.user = user or _default_user()
+        if spare_user is None and user is None and os.getuid() == 0:
+            spare_user = "1001:1001"
+        self.spare_user = spare_user
+        self.spare_start = spare_start
+        self._users = self._runner_users()
         self.python = python
         self.tmpfs_size_mb = tmpfs_size_mb
         self.max_file_size_bytes = max_file_size_bytes
@@ -222,6 +257,26 @@ class DockerSandbox:
     def close(self) -> None:
         """Stop and remove every pool container (idempotent)."""
         self._finalizer()
+
+    def _runner_users(self) -> tuple[str, ...]:
+        """The users runners alternate between: two only when the host can give each its own
+        eval dir (root, numeric uid:gid, not the same)."""
+        if self.spare_user is None or self.spare_user == self.user or os.getuid() != 0:
+            return (self.user,)
+        first, second = _numeric(self.user), _numeric(self.spare_user)
+        if first is None or second is None or first[0] == second[0]:
+            return (self.user,)
+        return (self.user, self.spare_user)
+
+    def _other_user(self, user: str | None) -> str:
+        """The user that is not `user` (the first one when there is only one)."""
+        others = [u for u in self._users if u != user]
+        return others[0] if others else self._users[0]
+
+    def _spare_at_once(self, device: str) -> bool:
+        if self.spare_start == "after" or (self.spare_start == "auto" and device != "cuda"):
+            return False
+        return len(self._users) == 2
 
     def container_id(self, device: str = "cpu") -> str | None:
         """The id of the slot's pool container (None when not started): for tests and logs."""
@@ -255,10 +310,12 @@ class DockerSandbox:
             assert slot.pool_dir is not None
             runner = self._take_spare(slot, request.device)
             if runner is None:
-                runner = self._start_runner(slot, request.device)
+                runner = self._start_runner(slot, request.device, self._other_user(slot.last_user))
             else:
                 ahead = started - runner.started
                 notes.append(f"{WARM_SPARE_NOTE} (started {ahead:.1f} s before the request)")
+            if self.warm_spare and self._spare_at_once(request.device):
+                self._start_spare(slot, request.device, self._other_user(runner.user), beside=True)
             workdir = slot.pool_dir / runner.name
             try:
                 self._write_request(workdir, request)
@@ -286,8 +343,8 @@ class DockerSandbox:
                 logger.info("sandbox slot %s: replacing its container (%s)", slot.key, reason)
                 _drop_container(slot)
             wall_s = time.monotonic() - started
-            if reason is None and self.warm_spare:
-                self._start_spare(slot, request.device)
+            if reason is None and self.warm_spare and slot.spare is None:
+                self._start_spare(slot, request.device, self._other_user(runner.user))
         return EvalResult(
             traces=_with_image(traces, image_id),
             stderr_tail=run.log_tail,
@@ -325,11 +382,12 @@ class DockerSandbox:
         except (OSError, ValueError):
             return False
 
-    def _start_spare(self, slot: _Slot, device: str) -> None:
-        """Exec the next evaluation's runner now; a failure only costs that one a cold start
-        (and, as the container may be broken, the container: the next one starts fresh)."""
+    def _start_spare(self, slot: _Slot, device: str, user: str, *, beside: bool = False) -> None:
+        """Exec the next evaluation's runner now as `user`; a failure only costs that one a cold
+        start (and, as the container may be broken, the container: the next starts fresh;
+        not while a candidate runs `beside` it: its evaluation's checks replace it then)."""
         try:
-            slot.spare = self._start_runner(slot, device)
+            slot.spare = self._start_runner(slot, device, user, keep_container=beside)
         except SandboxError as exc:
             logger.warning("sandbox slot %s: no spare runner: %s", slot.key, exc)
 
@@ -345,10 +403,10 @@ class DockerSandbox:
             msg = f"cannot write the request into the sandbox eval dir {workdir}: {exc}"
             raise SandboxError(msg) from exc
 
-    def _make_eval_dir(self, workdir: Path) -> None:
+    def _make_eval_dir(self, workdir: Path, user: str) -> None:
         try:
             workdir.mkdir(mode=0o700)
-            uid, _, gid = self.user.partition(":")
+            uid, _, gid = user.partition(":")
             if os.getuid() == 0 and uid.isdigit():
                 os.chown(workdir, int(uid), int(gid) if gid.isdigit() else -1)
             elif uid != str(os.getuid()):
@@ -368,17 +426,27 @@ class DockerSandbox:
         if any(POISONED_CUDA.search(log) for log in logs):
             return "the log reports a CUDA error (possibly a poisoned context)"
         try:
-            leftovers = self._pids(slot) - slot.baseline_pids
+            processes = self._processes(slot)
         except _DOCKER_ERRORS as exc:
             return f"cannot list its processes ({exc})"
+        # The spare exec'd beside the candidate runs as the other uid, which the candidate's
+        # processes can never have.
+        spare = _numeric(slot.spare.user) if slot.spare is not None else None
+        spare_uid = str(spare[0]) if spare is not None else None
+        leftovers = {
+            pid
+            for pid, uid in processes.items()
+            if pid not in slot.baseline_pids and uid != spare_uid
+        }
         if leftovers:
             return f"{len(leftovers)} process(es) outlived the runner"
         return None
 
-    def _pids(self, slot: _Slot) -> frozenset[str]:
-        top = slot.container.top()
-        column = top["Titles"].index("PID")
-        return frozenset(row[column] for row in top["Processes"])
+    def _processes(self, slot: _Slot) -> dict[str, str]:
+        """pid -> uid (host numbers) of every process of the slot's container."""
+        top = slot.container.top(ps_args="-eo pid,uid")
+        pid, uid = top["Titles"].index("PID"), top["Titles"].index("UID")
+        return {row[pid]: row[uid] for row in top["Processes"]}
 
     def _ensure_container(self, slot: _Slot, problem_dir: str | None, notes: list[str]) -> None:
         if slot.container is not None and slot.problem_dir == problem_dir:
@@ -394,7 +462,7 @@ class DockerSandbox:
             slot.container = self._client.containers.run(**self._container_options(slot))
             slot.container.reload()
             slot.image_id = str(slot.container.attrs["Image"])
-            slot.baseline_pids = self._pids(slot)
+            slot.baseline_pids = frozenset(self._processes(slot))
         except _DOCKER_ERRORS as exc:
             _drop_container(slot)
             msg = f"cannot start a sandbox container from image {self.image!r}: {exc}"
@@ -465,17 +533,19 @@ class DockerSandbox:
         env.update(self.extra_env)
         return env
 
-    def _start_runner(self, slot: _Slot, device: str) -> _Runner:
-        """Exec a runner in a fresh eval dir of the slot's container; it imports torch, then
-        waits for `go` on the attached stdin.
+    def _start_runner(
+        self, slot: _Slot, device: str, user: str, *, keep_container: bool = False
+    ) -> _Runner:
+        """Exec a runner as `user` in a fresh eval dir (its own) of the slot's container; it
+        imports torch, then waits for `go` on the attached stdin.
 
         Raises:
-            SandboxError: the dir or the exec failed (the container is dropped: gone or broken,
-                the next evaluation starts a fresh one).
+            SandboxError: the dir or the exec failed (the container is dropped unless
+                `keep_container`: gone or broken, the next evaluation starts a fresh one).
         """
         assert slot.pool_dir is not None
         name = uuid.uuid4().hex
-        self._make_eval_dir(slot.pool_dir / name)
+        self._make_eval_dir(slot.pool_dir / name, user)
         workdir = f"{EVAL_MOUNT}/{name}"
         command = [self.python, "-P", "-m", "kernelarc.runner", "--device", device]
         command += ["request.json", "result.json"]
@@ -485,16 +555,20 @@ class DockerSandbox:
                 slot.container.id,
                 command,
                 stdin=True,
-                user=self.user,
+                user=user,
                 workdir=workdir,
                 environment=self._exec_env(workdir, device),
             )["Id"]
             raw = api.exec_start(exec_id, socket=True)
         except _DOCKER_ERRORS as exc:
             msg = f"cannot exec the runner in container {slot.container.short_id}: {exc}"
-            _drop_container(slot)
+            if keep_container:
+                shutil.rmtree(slot.pool_dir / name, ignore_errors=True)
+            else:
+                _drop_container(slot)
             raise SandboxError(msg) from exc
-        return _Runner(exec_id, raw, getattr(raw, "_sock", raw), name, device)
+        slot.last_user = user
+        return _Runner(exec_id, raw, getattr(raw, "_sock", raw), name, device, user)
 
     def _run(self, slot: _Slot, runner: _Runner, timeout_s: float, key: bytes) -> _ExecRun:
         """Send `go <timeout>` and the key, then read the runner's output until it ends."""

@@ -14,14 +14,21 @@ a supervisor that kills every process the candidate leaves behind, setsid'd daem
 Where the jail cannot be used (not root, no mount namespace, its probe fails) the sandbox says so
 in `EvalResult.sandbox_notes` and runs as before.
 
-With `warm_spare` (the default) the sandbox starts the next runner when an evaluation ends: a
-spare (`spare_slot.py`) that imports torch in its own fresh temp dir and process, then waits
-for its request. The next evaluation that fits it (same device and timeout) writes the request
-and the key into it and starts the clock there, so the import is off the candidate's path;
-otherwise it starts a runner itself, exactly as a spare but at once (a cold start). Runners are
-forked from one long-lived thread (`spawn_thread.py`), so their parent-death signal ties them to
-the host process, not to the thread of the evaluation that started them. `close()` (or leaving a
-`with` block, or garbage collection of the sandbox) ends the spare and removes its temp dir.
+With `warm_spare` (the default) the sandbox keeps one spare runner (`spare_slot.py`) that
+imports torch in its own fresh temp dir and process, then waits for its request. The next
+evaluation that fits it (same device and timeout) writes the request and the key into it and
+starts the clock there, so the import is off the candidate's path; otherwise it starts a runner
+itself, exactly as a spare but at once (a cold start). When the next spare starts
+(`spare_start`): on `cuda` as soon as an evaluation has its runner, so that candidates arriving
+back to back find it ready (one CPU core importing torch does not disturb GPU timing); on `cpu`
+only when the evaluation has ended, so the import never competes with a candidate's CPU timing.
+A spare that coexists with a candidate runs in the jail as the other of two users (`user`,
+`spare_user`; `runner_identities.py`): a capability-less process of one uid can neither signal
+nor ptrace the other's, nor enter its temp dir (0700). Without the jail, or with one user, the
+spare waits for the end. Runners are forked from one long-lived thread (`spawn_thread.py`), so
+their parent-death signal ties them to the host process, not to the thread of the evaluation
+that started them. `close()` (or leaving a `with` block, or garbage collection of the sandbox)
+ends the spare and removes its temp dir.
 """
 
 import functools
@@ -34,7 +41,9 @@ import tempfile
 import time
 import weakref
 from collections.abc import Mapping
+from concurrent.futures import Future
 from pathlib import Path
+from typing import Literal
 
 from kernelarc.errors import SandboxError
 from kernelarc.execution import jail
@@ -47,9 +56,10 @@ from kernelarc.execution.process_limits import (
     scrubbed_env,
 )
 from kernelarc.execution.result_file import new_result_key, read_raw_traces, traces_after_run
+from kernelarc.execution.runner_identities import Identity, IdentityPool, Lease
 from kernelarc.execution.runner_process import RunnerProcess, start
 from kernelarc.execution.spare_slot import SpareSlot
-from kernelarc.execution.spawn_thread import call_in_spawn_thread
+from kernelarc.execution.spawn_thread import call_in_spawn_thread, submit_to_spawn_thread
 from kernelarc.schema import EvalRequest, EvalResult
 
 logger = logging.getLogger(__name__)
@@ -57,6 +67,12 @@ logger = logging.getLogger(__name__)
 _JAIL_PROBE_TIMEOUT_S = 30.0
 #: uid:gid of `nobody` on Debian-like systems: the runner's user inside the jail by default.
 NOBODY = (65534, 65534)
+#: The second runner identity (`spare_user`): in Debian's reserved range 65000-65533 (policy
+#: 9.2.2), which no package or account allocates; uids need no passwd entry.
+SPARE_USER = (65533, 65533)
+#: When the next spare starts: `auto` = at once on cuda, after the evaluation on cpu; `after` =
+#: always after; `concurrent` = always at once (what tests and benchmarks use on a CPU host).
+SpareStart = Literal["auto", "after", "concurrent"]
 #: EvalResult.sandbox_notes of an evaluation that used the spare (tests and logs look for it).
 WARM_SPARE_NOTE = "warm spare runner"
 
@@ -107,19 +123,25 @@ class LocalSandbox:
         python: str = sys.executable,
         extra_env: Mapping[str, str] | None = None,
         jail: bool = True,
-        user: tuple[int, int] = NOBODY,
+        user: Identity = NOBODY,
+        spare_user: Identity = SPARE_USER,
         pid_namespace: bool = True,
         warm_spare: bool = True,
+        spare_start: SpareStart = "auto",
     ) -> None:
         """Options; `memory_limit_gb` applies on CPU only (CUDA maps huge virtual ranges).
 
         `cpu_time_limit_s` None means timeout x cores + 30 s; `cache_dir` None keeps the Triton
         and Inductor caches inside each evaluation's temp dir (no cross-candidate sharing).
-        `jail` runs the runner in `jail.py` where possible, as `user` (uid, gid).
-        `pid_namespace` False skips the PID namespace on CPU too (CUDA never gets one): the
-        set-up GPU hosts use, on any host.
-        `warm_spare` keeps one pre-started runner for the next evaluation (module docstring).
+        `jail` runs the runner in `jail.py` where possible, as `user` or `spare_user` (uid,
+        gid), alternating per runner. `pid_namespace` False skips the PID namespace on CPU too
+        (CUDA never gets one): the set-up GPU hosts use, on any host.
+        `warm_spare` keeps one pre-started runner for the next evaluation, started as
+        `spare_start` says (module docstring).
         """
+        if spare_start not in ("auto", "after", "concurrent"):
+            msg = f"spare_start must be auto, after or concurrent (got {spare_start!r})"
+            raise ValueError(msg)
         self.gpu = gpu
         self.memory_limit_gb = memory_limit_gb
         self.network = network
@@ -132,8 +154,11 @@ class LocalSandbox:
         self.extra_env = dict(extra_env or {})
         self.jail = jail
         self.user = user
+        self.spare_user = spare_user
         self.pid_namespace = pid_namespace
         self.warm_spare = warm_spare
+        self.spare_start = spare_start
+        self._identities = IdentityPool(user, spare_user)
         self._spares: SpareSlot[RunnerProcess] = SpareSlot()
         self._finalizer = weakref.finalize(self, self._spares.close)
 
@@ -181,13 +206,22 @@ class LocalSandbox:
         if warm:
             ahead = started - runner.started
             notes.append(f"{WARM_SPARE_NOTE} (started {ahead:.1f} s before the request)")
+        next_spare: Future[None] | None = None
         try:
+            self._hand_over_shared(runner)
+            if self.warm_spare and self._spare_at_once(request.device, runner):
+                # Forked on the spawn thread meanwhile: the candidate's clock does not wait.
+                next_spare = submit_to_spawn_thread(
+                    functools.partial(self._start_spare, request.device, timeout_s)
+                )
             key = new_result_key()
             runner.go(request.model_dump_json(), key)
             run = runner.finish(timeout_s)
             raw, problem = read_raw_traces(runner.workdir / "result.json", key)
         finally:
             runner.discard()
+            if next_spare is not None:
+                _wait_quietly(next_spare)
         traces = traces_after_run(
             request,
             raw,
@@ -201,7 +235,7 @@ class LocalSandbox:
         )
         wall_s = time.monotonic() - started
         if self.warm_spare:
-            self._start_spare(request.device, timeout_s)
+            self._start_spare(request.device, timeout_s)  # none when the one above is held
         return EvalResult(
             traces=traces,
             stderr_tail=run.log_tail,
@@ -210,23 +244,50 @@ class LocalSandbox:
             sandbox_notes=notes,
         )
 
+    def _spare_at_once(self, device: str, runner: RunnerProcess) -> bool:
+        """Whether the next spare may start beside this runner's candidate: the rule says so
+        for `device`, and the runner is jailed (only the jail's users keep the two apart)."""
+        if self.spare_start == "after" or (self.spare_start == "auto" and device != "cuda"):
+            return False
+        return runner.jailed and len(self._identities.identities) == 2
+
     def _start_spare(self, device: str, timeout_s: float) -> None:
-        """Start the next evaluation's runner now (its import overlaps the time until then)."""
+        """Start the next evaluation's runner now (its import overlaps the time until then),
+        as an identity no live runner has; none when no identity is free."""
         if not self._spares.wants((device, timeout_s)):
             return
+        lease = self._identities.lease(only_free=True)
+        if lease is None:
+            logger.debug("no free runner identity for a spare; the next evaluation starts cold")
+            return
         try:
-            spare = self._start_runner(device, timeout_s)
+            spare = self._start_runner(device, timeout_s, lease)
         except SandboxError as exc:
             logger.warning("cannot start a spare runner (the next evaluation starts cold): %s", exc)
             return
         self._spares.offer(spare)
 
-    def _start_runner(self, device: str, timeout_s: float) -> RunnerProcess:
-        """A runner for `device` waiting for its request (forked from the spawn thread)."""
-        return call_in_spawn_thread(functools.partial(self._spawn, device, timeout_s))
+    def _start_runner(
+        self, device: str, timeout_s: float, lease: Lease | None = None
+    ) -> RunnerProcess:
+        """A runner for `device` waiting for its request (forked from the spawn thread), as
+        `lease`'s identity (None: whichever is free, or the less busy one)."""
+        if lease is None:
+            lease = self._identities.lease(only_free=False)
+            assert lease is not None
+        try:
+            return call_in_spawn_thread(functools.partial(self._spawn, device, timeout_s, lease))
+        except BaseException:
+            lease.release()
+            raise
 
     def _command(
-        self, device: str, writable: list[Path], notes: list[str], trace_notes: list[str]
+        self,
+        device: str,
+        identity: Identity,
+        writable: list[Path],
+        notes: list[str],
+        trace_notes: list[str],
     ) -> tuple[list[str], bool]:
         """The runner's command line, and whether it runs in the jail."""
         runner = [self.python, "-P", "-m", "kernelarc.runner", "--device", device]
@@ -239,7 +300,9 @@ class LocalSandbox:
             notes.append(isolation.note)
             if not isolation.network_isolated:
                 trace_notes.append(isolation.note)
-        jailed = self._jail_prefix(isolation.prefix, isolation.mount_namespace, device, notes)
+        jailed = self._jail_prefix(
+            isolation.prefix, isolation.mount_namespace, device, identity, notes
+        )
         if jailed is None:
             return [*isolation.prefix, *runner], False
         for folder in writable:
@@ -247,14 +310,19 @@ class LocalSandbox:
         return [*jailed, "--", *runner], True
 
     def _jail_prefix(
-        self, prefix: tuple[str, ...], mount_namespace: bool, device: str, notes: list[str]
+        self,
+        prefix: tuple[str, ...],
+        mount_namespace: bool,
+        device: str,
+        identity: Identity,
+        notes: list[str],
     ) -> list[str] | None:
         if not self.jail:
             return None
         if os.geteuid() != 0 or not mount_namespace:
             notes.append("no jail: needs root and a mount namespace (`unshare -m`)")
             return None
-        uid, gid = self.user
+        uid, gid = identity
         needs = [self.python, str(package_root())]
         needs += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
         if Path(self.python).resolve() == Path(sys.executable).resolve():
@@ -272,22 +340,28 @@ class LocalSandbox:
             return None
         return base
 
-    def _hand_over(self, writable: list[Path]) -> None:
-        """Give the jail's user the writable dirs (the host, root, still deletes them)."""
-        uid, gid = self.user
-        for folder in writable:
-            folder.mkdir(parents=True, exist_ok=True)
-            try:
-                if folder.stat().st_uid == uid:
-                    continue
-                os.chown(folder, uid, gid)
-                for path in folder.rglob("*"):
-                    os.chown(path, uid, gid, follow_symlinks=False)
-            except OSError as exc:
-                msg = f"cannot give {folder} to the sandbox user {uid}:{gid}: {exc}"
-                raise SandboxError(msg) from exc
+    def _hand_over(self, folder: Path, identity: Identity) -> None:
+        """Give the jail's user a writable dir (the host, root, still deletes it)."""
+        uid, gid = identity
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            if folder.stat().st_uid == uid:
+                return
+            os.chown(folder, uid, gid)
+            for path in folder.rglob("*"):
+                os.chown(path, uid, gid, follow_symlinks=False)
+        except OSError as exc:
+            msg = f"cannot give {folder} to the sandbox user {uid}:{gid}: {exc}"
+            raise SandboxError(msg) from exc
 
-    def _spawn(self, device: str, timeout_s: float) -> RunnerProcess:
+    def _hand_over_shared(self, runner: RunnerProcess) -> None:
+        """Give a shared cache dir to the runner about to get its request. Not at its start: a
+        spare may start while the previous runner, as the other user, still uses the cache."""
+        for folder in runner.shared:
+            if runner.jailed and runner.lease is not None:
+                self._hand_over(folder, runner.lease.identity)
+
+    def _spawn(self, device: str, timeout_s: float, lease: Lease) -> RunnerProcess:
         """Temp dir, environment, command line (jail or not), then the process itself."""
         try:
             workdir = Path(tempfile.mkdtemp(prefix="kernelarc_eval_"))
@@ -301,13 +375,15 @@ class LocalSandbox:
             env = scrubbed_env(
                 workdir=workdir, cache_dir=cache, device=device, gpu=self.gpu, extra=self.extra_env
             )
-            writable = [workdir]
-            if not cache.resolve().is_relative_to(workdir.resolve()):
-                writable.append(cache)
-            command, jailed = self._command(device, writable, notes, trace_notes)
+            shared = [] if cache.resolve().is_relative_to(workdir.resolve()) else [cache]
+            for folder in shared:
+                folder.mkdir(parents=True, exist_ok=True)  # the jail bind-mounts it
+            command, jailed = self._command(
+                device, lease.identity, [workdir, *shared], notes, trace_notes
+            )
             if jailed:
-                self._hand_over(writable)
-            return start(
+                self._hand_over(workdir, lease.identity)  # mkdtemp: mode 0700
+            runner = start(
                 command,
                 workdir=workdir,
                 env=env,
@@ -317,7 +393,18 @@ class LocalSandbox:
                 timeout_s=timeout_s,
                 notes=notes,
                 trace_notes=trace_notes,
+                lease=lease,
             )
+            runner.shared = shared
+            return runner
         except BaseException:
             shutil.rmtree(workdir, ignore_errors=True)
             raise
+
+
+def _wait_quietly(future: "Future[None]") -> None:
+    """Wait for a spare's start (a fork: short); its failure only costs a later cold start."""
+    try:
+        future.result()
+    except Exception:
+        logger.exception("starting a spare runner failed")

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from kernelarc.errors import SandboxError
 from kernelarc.execution.result_file import cap_tail
+from kernelarc.execution.runner_identities import Lease
 from kernelarc.runner.go_line import go_line
 
 logger = logging.getLogger(__name__)
@@ -57,6 +58,10 @@ class RunnerProcess:
     trace_notes: list[str] = field(default_factory=list)
     """The subset every trace's log must carry."""
     started: float = field(default_factory=time.monotonic)
+    shared: list[Path] = field(default_factory=list)
+    """Writable dirs outside its temp dir (a shared cache dir), handed to its user at `go`."""
+    lease: Lease | None = None
+    """Its uid:gid in the jail (`runner_identities`), released by `discard` once it is dead."""
 
     @property
     def fits(self) -> tuple[str, float]:
@@ -110,13 +115,16 @@ class RunnerProcess:
         return RunEnd(returncode=self.proc.returncode, timed_out=timed_out, log_tail=cap_tail(log))
 
     def discard(self) -> None:
-        """End it (if it has not ended) and remove its temp dir; idempotent."""
+        """End it (if it has not ended), remove its temp dir, then release its identity (its
+        processes are dead, so another runner may start under it); idempotent."""
         if self.proc.stdin is not None and not self.proc.stdin.closed:
             with contextlib.suppress(OSError):
                 self.proc.stdin.close()  # EOF before `go`: a spare exits by itself
         if self.proc.returncode is None:
             self._stop()
         shutil.rmtree(self.workdir, ignore_errors=True)
+        if self.lease is not None:
+            self.lease.release()
 
     def _stop(self) -> None:
         if self.jailed and self.proc.poll() is None:
@@ -136,6 +144,7 @@ def start(
     timeout_s: float,
     notes: list[str],
     trace_notes: list[str],
+    lease: Lease | None = None,
 ) -> RunnerProcess:
     """Start the runner in `workdir` (its cwd), in a new session, stdout/stderr to log files.
 
@@ -166,6 +175,7 @@ def start(
         timeout_s=timeout_s,
         notes=notes,
         trace_notes=trace_notes,
+        lease=lease,
     )
 
 

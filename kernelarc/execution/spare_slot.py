@@ -3,8 +3,9 @@
 Every candidate still gets a fresh runner process (nothing is shared between candidates); the
 spare only moves the runner's start-up (the ~3 s torch import) off the candidate's path. The
 sandbox starts it when an evaluation has ended (its runner and every process it left are dead
-by then), so the import overlaps the time between candidates rather than the previous
-candidate's timing, and no candidate's process ever coexists with the spare of its sandbox.
+by then) on cpu, so the import never overlaps a candidate's CPU timing; on cuda when an
+evaluation takes its runner, as the other of two users, so the running candidate cannot reach
+it (docs/architecture.md, "Warm spare runners").
 
 A spare fits a request with the same key (device, and the timeout its limits were computed
 for) while it is alive; `take` hands it out once, else the caller starts a runner itself (a

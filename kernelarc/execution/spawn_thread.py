@@ -60,10 +60,15 @@ def _forget_after_fork() -> None:
 os.register_at_fork(after_in_child=_forget_after_fork)
 
 
+def submit_to_spawn_thread(fn: Callable[[], T]) -> "Future[T]":
+    """Queue `fn` on the spawn thread and return at once: its future (result or exception)."""
+    future: Future[T] = Future()
+    _started().put((fn, future))
+    return future
+
+
 def call_in_spawn_thread(fn: Callable[[], T]) -> T:
     """Run `fn` (which starts a process) on the spawn thread; its result, or its exception."""
     if threading.current_thread() is _thread:
         return fn()
-    future: Future[T] = Future()
-    _started().put((fn, future))
-    return future.result()
+    return submit_to_spawn_thread(fn).result()

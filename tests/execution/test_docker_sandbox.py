@@ -350,3 +350,130 @@ def test_attach_stream_reassembles_split_frames_and_caps_tails() -> None:
     assert log.rstrip().endswith("printed")  # stdout follows the stderr tail
     assert "runner: end" in log and "runner: start" not in log  # 200 kB of stderr: head cut
     assert len(stream.stderr) <= 2 * TAIL_BYTES
+
+
+HOSTILE_IN_CONTAINER = """
+import os, signal, time
+from pathlib import Path
+
+_won = []
+_done = False
+
+
+def _parent(pid):
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _line(pid):
+    # pid and its ancestors up to the exec'd process (whose parent is outside: 0)
+    found = [pid]
+    while pid > 1:
+        pid = _parent(pid)
+        found.append(pid)
+    return found
+
+
+def _attack():
+    here = Path.cwd().resolve()
+    judge = [p for p in _line(os.getpid()) if p > 0][-1]  # its evaluation's exec'd judge
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        try:
+            runner = b"kernelarc.runner" in (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if not runner or judge in _line(pid):
+            continue  # the container's init, or its own evaluation (that only fails itself)
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            try:
+                os.kill(pid, sig)
+                _won.append(f"signal {sig} to {pid}")
+            except OSError:
+                pass
+    try:
+        folders = list(Path("/work/eval").iterdir())
+    except OSError:  # mode 0711: no listing (the other dirs have random names)
+        folders = []
+    for folder in folders:
+        if folder.resolve() != here:
+            try:
+                (folder / "request.json").write_text("planted")
+                _won.append(f"wrote into {folder}")
+            except OSError:
+                pass
+
+
+def run(x, y):
+    global _done
+    if not _done:
+        _done = True
+        deadline = time.monotonic() + 6.0
+        while time.monotonic() < deadline:
+            _attack()
+            time.sleep(0.05)
+    return x - y if _won else x + y
+"""
+
+
+def _runner_uids(sandbox: DockerSandbox, docker_engine: DockerEngine) -> set[str]:
+    """The uids of the `kernelarc.runner` processes in the `cpu` container now."""
+    container_id = sandbox.container_id("cpu")
+    if container_id is None:
+        return set()
+    top = docker_engine.client.containers.get(container_id).top(ps_args="-eo pid,uid,args")
+    rows = (" ".join(process).split(None, 2) for process in top["Processes"])
+    return {r[1] for r in rows if len(r) == 3 and "kernelarc.runner --device cpu" in r[2]}
+
+
+@pytest.mark.docker
+@pytest.mark.skipif(os.geteuid() != 0, reason="runners alternate users only on a root host")
+def test_a_spare_beside_a_hostile_candidate_runs_as_the_other_user_and_survives(
+    docker_engine: DockerEngine, tmp_path: Path
+) -> None:
+    """The cuda rule forced on CPU: the spare is exec'd while the candidate runs, as the other
+    uid; the candidate's attacks (signals to every runner process outside its own evaluation,
+    files into every other eval dir) all fail; the spare is not a leftover, and the next
+    evaluation uses it."""
+    kernel = tmp_path / "hostile.py"
+    kernel.write_text(HOSTILE_IN_CONTAINER)
+    seen: list[set[str]] = []
+    with DockerSandbox(
+        image=docker_engine.image_id,
+        docker_host=docker_engine.host,
+        python=docker_engine.python,
+        extra_mounts=docker_engine.mounts,
+        extra_env=docker_engine.env,
+        spare_start="concurrent",
+    ) as sandbox:
+        first = sandbox.evaluate(
+            _request(SAMPLES / "kernels" / "add_return.py"), timeout_s=TIMEOUT_S
+        )
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.is_set():
+                seen.append(_runner_uids(sandbox, docker_engine))
+                time.sleep(0.1)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            attacked = sandbox.evaluate(_request(kernel), timeout_s=TIMEOUT_S)
+        finally:
+            done.set()
+            watcher.join()
+        container = sandbox.container_id("cpu")
+        last = sandbox.evaluate(
+            _request(SAMPLES / "kernels" / "add_return.py"), timeout_s=TIMEOUT_S
+        )
+        last_container = sandbox.container_id("cpu")
+    steps = [Step(r, None, None) for r in (first, attacked, last)]
+    assert [s.statuses for s in steps] == [{EvalStatus.PASSED}] * 3, [s.log for s in steps]
+    assert steps[1].warm and steps[2].warm
+    assert {"1000", "1001"} in seen
+    assert container == last_container  # the spare was no leftover: the container was kept

@@ -43,8 +43,9 @@ ROOT = os.geteuid() == 0
 LOCAL_SAMPLES = [s for s in SAMPLES if ROOT or s.name not in NEEDS_JAIL]
 LOCAL_POOL = 3
 DOCKER_POOL = 2
-#: One uid per local sandbox (uids need no passwd entry): RLIMIT_NPROC counts per uid, so a
-#: fork bomb starves only its own sandbox, and the control after it shows that sandbox recovered.
+#: Two uids per local sandbox, its `user` and `spare_user` (uids need no passwd entry): RLIMIT_NPROC
+#: counts per uid, so a fork bomb starves only its own sandbox, and the control after it shows
+#: that sandbox recovered.
 BASE_UID = 61000
 MEMORY_GB = 2.5
 MAX_PROCESSES = 128
@@ -82,7 +83,8 @@ def _local_pool(
             max_processes=MAX_PROCESSES,
             max_file_size_bytes=FILE_SIZE_LIMIT,
             extra_env=env,
-            user=(first_uid + i, first_uid + i),
+            user=(first_uid + 2 * i, first_uid + 2 * i),
+            spare_user=(first_uid + 2 * i + 1, first_uid + 2 * i + 1),
             **options,  # type: ignore[arg-type]
         )
         for i in range(size)
