@@ -15,6 +15,8 @@ import ast
 import re
 import unicodedata
 
+from kernelarc.python_ast import parse_module
+
 #: Identifiers, dotted names or `NAME=value` inside backticks are prose (`num_warps`, `BLOCK_H=64`).
 _PLAIN_SPAN = re.compile(r"[A-Za-z_][\w.]*(\s*=\s*[\w.+-]+)?")
 _BACKTICK_SPAN = re.compile(r"`([^`]*)`")
@@ -128,7 +130,7 @@ def _parses_as_code(text: str) -> bool:
         attempts.append(candidate + "\n    pass")  # a block header alone: give it a body
     for source in attempts:
         try:
-            module = ast.parse(source)
+            module = parse_module(source)
         except (SyntaxError, ValueError):
             continue
         return any(_is_code(node) for node in module.body)

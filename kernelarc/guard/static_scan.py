@@ -13,6 +13,7 @@ import tokenize
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from kernelarc.python_ast import parse_module
 from kernelarc.schema import SourceFile
 
 
@@ -201,7 +202,7 @@ def scan_source_paths(sources: Iterable[SourceFile]) -> list[Match]:
 def scan_python_source(text: str, entry_symbol: str | None) -> list[Match]:
     """All rule hits in one Python source; `entry_symbol` is set for the entry-point file."""
     try:
-        tree = ast.parse(text)
+        tree = parse_module(text)
     except SyntaxError as exc:
         matches = list(_token_matches(text, frozenset()))
         matches.append(Match("KA-S035", exc.lineno or 0, f"syntax error: {exc.msg}"))

@@ -7,6 +7,8 @@ import ast
 import operator
 from collections.abc import Callable, Mapping
 
+from kernelarc.python_ast import parse_expression
+
 _BINOPS: dict[type[ast.operator], Callable[[float, float], float]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
@@ -55,7 +57,7 @@ def evaluate_expression(expression: str, values: Mapping[str, int]) -> int:
 
 def _parse(expression: str) -> ast.Expression:
     try:
-        return ast.parse(expression, mode="eval")
+        return parse_expression(expression)
     except SyntaxError as exc:
         msg = f"axis expression {expression!r} is not valid arithmetic: {exc.msg}"
         raise AxisExpressionError(msg) from exc

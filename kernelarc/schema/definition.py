@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from kernelarc.python_ast import parse_module
 from kernelarc.schema.axes import AxisExpressionError, evaluate_expression, expression_names
 from kernelarc.schema.base import WireModel
 
@@ -152,7 +153,7 @@ class Definition(WireModel):
 
     def _check_reference(self) -> None:
         try:
-            tree = ast.parse(self.reference)
+            tree = parse_module(self.reference)
         except SyntaxError as exc:
             msg = f"reference does not parse: line {exc.lineno}: {exc.msg}"
             raise ValueError(msg) from exc
