@@ -21,11 +21,11 @@ import time
 from pathlib import Path
 
 import pytest
+from vector_add_request import vector_add_request
 
 from kernelarc.execution import LocalSandbox
 from kernelarc.execution.local_sandbox import WARM_SPARE_NOTE
-from kernelarc.problems.files import load_problem
-from kernelarc.schema import EvalRequest, EvalResult, EvalStatus, Solution, TimingConfig
+from kernelarc.schema import EvalRequest, EvalResult, EvalStatus
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 TIMEOUT_S = 180.0
@@ -124,30 +124,7 @@ def run(x, y):
 
 
 def _request(name: str, source: str) -> EvalRequest:
-    prob = load_problem(SAMPLES / "problems" / "vector_add")
-    solution = Solution.model_validate(
-        {
-            "name": name,
-            "definition": prob.definition.name,
-            "author": "tests",
-            "spec": {
-                "languages": ["pytorch"],
-                "target_hardware": ["LOCAL"],
-                "entry_point": "kernel.py::run",
-                "destination_passing_style": False,
-            },
-            "sources": [{"path": "kernel.py", "content": source}],
-        }
-    )
-    return EvalRequest(
-        definition=prob.definition,
-        workloads=list(prob.workloads)[:1],
-        solution=solution,
-        device="cpu",
-        correctness_rounds=1,
-        timing=TimingConfig(warmup=0, iterations=1),
-        problem_dir=str(prob.path),
-    )
+    return vector_add_request(source, name=name)
 
 
 def _status(pid: int) -> dict[str, str]:

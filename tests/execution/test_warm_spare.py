@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from vector_add_request import vector_add_request
 
 from kernelarc.execution import LocalSandbox
 from kernelarc.execution.local_sandbox import WARM_SPARE_NOTE
-from kernelarc.problems.files import load_problem
-from kernelarc.schema import EvalRequest, EvalResult, EvalStatus, Solution, TimingConfig
+from kernelarc.schema import EvalRequest, EvalResult, EvalStatus
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -33,29 +33,8 @@ GONE_S = 10.0
 
 
 def _request(device: str = "cpu") -> EvalRequest:
-    prob = load_problem(SAMPLES / "problems" / "vector_add")
-    solution = Solution.model_validate(
-        {
-            "name": "add_return",
-            "definition": prob.definition.name,
-            "author": "tests",
-            "spec": {
-                "languages": ["pytorch"],
-                "target_hardware": ["LOCAL"],
-                "entry_point": "kernel.py::run",
-                "destination_passing_style": False,
-            },
-            "sources": [{"path": "kernel.py", "content": "def run(x, y):\n    return x + y\n"}],
-        }
-    )
-    return EvalRequest(
-        definition=prob.definition,
-        workloads=list(prob.workloads)[:1],
-        solution=solution,
-        device=device,
-        correctness_rounds=1,
-        timing=TimingConfig(warmup=0, iterations=1),
-        problem_dir=str(prob.path),
+    return vector_add_request(
+        "def run(x, y):\n    return x + y\n", name="add_return", device=device
     )
 
 
@@ -185,7 +164,7 @@ def test_close_ends_the_spare_and_removes_its_dir(sequence: Sequence) -> None:
 _HOST = """
 import sys, time
 from kernelarc.execution import LocalSandbox
-sys.path.insert(0, sys.argv[1])
+sys.path[:0] = [sys.argv[1], str(__import__("pathlib").Path(sys.argv[1]).parent)]
 from test_warm_spare import MARK_VAR, _request
 pid_namespace = sys.argv[3] == "pid-ns"
 sandbox = LocalSandbox(extra_env={MARK_VAR: sys.argv[2]}, pid_namespace=pid_namespace)

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 import torch
+from vector_add_request import sample_kernel, vector_add_request
 
 from kernelarc.execution import LocalSandbox
-from kernelarc.problems.files import load_problem
 from kernelarc.runner.cuda_ipc import (
     SharedValue,
     SharingUnavailable,
@@ -22,7 +22,7 @@ from kernelarc.runner.cuda_ipc import (
     open_values,
     sharing_supported,
 )
-from kernelarc.schema import EvalRequest, EvalStatus, Solution, TimingConfig
+from kernelarc.schema import EvalRequest, EvalStatus, TimingConfig
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 _STORAGE = [0, {"hex": "00" * 64}, 64, 0, {"hex": "2f746f726368"}, 0, None, False]
@@ -109,30 +109,15 @@ def test_staged_inputs_are_shared_with_another_process() -> None:
 
 
 def _vector_add_request(kernel: str, *, dps: bool) -> EvalRequest:
-    prob = load_problem(SAMPLES / "problems" / "vector_add")
-    source = (SAMPLES / "kernels" / f"{kernel}.py").read_text()
-    solution = Solution.model_validate(
-        {
-            "name": kernel,
-            "definition": prob.definition.name,
-            "author": "tests",
-            "spec": {
-                "languages": ["triton" if "triton" in kernel else "pytorch"],
-                "target_hardware": ["LOCAL"],
-                "entry_point": f"{kernel}.py::run",
-                "destination_passing_style": dps,
-            },
-            "sources": [{"path": f"{kernel}.py", "content": source}],
-        }
-    )
-    return EvalRequest(
-        definition=prob.definition,
-        workloads=list(prob.workloads),
-        solution=solution,
+    return vector_add_request(
+        sample_kernel(kernel),
+        name=kernel,
         device="cuda",
+        language="triton" if "triton" in kernel else "pytorch",
+        dps=dps,
         correctness_rounds=3,
         timing=TimingConfig(warmup=2, iterations=5),
-        problem_dir=str(prob.path),
+        first_workload_only=False,
     )
 
 

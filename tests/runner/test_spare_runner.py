@@ -13,43 +13,18 @@ import time
 from pathlib import Path
 
 import pytest
+from vector_add_request import sample_kernel, vector_add_request
 
 from kernelarc.execution.result_file import read_raw_traces
-from kernelarc.problems.files import load_problem
 from kernelarc.runner.go_line import BadGoLine, go_line, parse_go_line
-from kernelarc.schema import EvalRequest, Solution, TimingConfig
+from kernelarc.schema import EvalRequest
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def _request(kernel: str, device: str = "cpu") -> EvalRequest:
-    prob = load_problem(SAMPLES / "problems" / "vector_add")
-    solution = Solution.model_validate(
-        {
-            "name": kernel,
-            "definition": prob.definition.name,
-            "author": "tests",
-            "spec": {
-                "languages": ["pytorch"],
-                "target_hardware": ["LOCAL"],
-                "entry_point": "kernel.py::run",
-                "destination_passing_style": False,
-            },
-            "sources": [
-                {"path": "kernel.py", "content": (SAMPLES / "kernels" / f"{kernel}.py").read_text()}
-            ],
-        }
-    )
-    return EvalRequest(
-        definition=prob.definition,
-        workloads=list(prob.workloads)[:1],
-        solution=solution,
-        device=device,
-        correctness_rounds=1,
-        timing=TimingConfig(warmup=0, iterations=1),
-        problem_dir=str(prob.path),
-    )
+    return vector_add_request(sample_kernel(kernel), name=kernel, device=device)
 
 
 def _env() -> dict[str, str]:
