@@ -54,7 +54,7 @@ def test_unknown_team_kind_fails_before_the_campaign_starts(tmp_path: Path) -> N
     proc = _run(args, tmp_path)
     assert proc.returncode == 2, proc.stderr
     assert "agents.team[1]: unknown agent kind 'gpt'" in proc.stderr
-    assert "llm:<strategy>" in proc.stderr
+    assert "e.g. agents.team=[compiler,llm:tiling]" in proc.stderr  # not eaten as markup
     assert not (run_dir / "config.yaml").exists() and not (run_dir / "attempts.jsonl").exists()
 
 
