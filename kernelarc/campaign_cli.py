@@ -14,6 +14,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 
 from kernelarc.campaign import CampaignState, CampaignSummary, run_campaign
@@ -53,7 +54,7 @@ def run_hydra_campaign(args: list[str]) -> int:
     try:
         args = resume_args(args)
     except KernelarcError as exc:
-        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        _print_error(exc)
         return 2
     saved = sys.argv
     sys.argv = ["kernelarc campaign", *args]
@@ -77,8 +78,15 @@ def _hydra_main(dict_cfg: DictConfig) -> float | None:
         assert isinstance(cfg, CampaignConfig)
         return _run(cfg, dict_cfg, run_dir)
     except KernelarcError as exc:
-        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        _print_error(exc)
         raise SystemExit(2) from exc
+
+
+def _print_error(exc: KernelarcError) -> None:
+    """The error on stderr, its text escaped: `[compiler,llm:tiling]` is not Rich markup."""
+    Console(stderr=True).print(
+        f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True
+    )
 
 
 def default_tracking_uri() -> str:

@@ -4,8 +4,9 @@ cli.py turns the composed DictConfig into these dataclasses with OmegaConf.to_ob
 below cli.py sees a DictConfig. Validation OmegaConf cannot express lives in __post_init__.
 """
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kernelarc.errors import ConfigError
 
@@ -215,7 +216,8 @@ class TrackingConfig:
 
 @dataclass
 class AgentSpec:
-    """One member of the team (`agents.team` items, e.g. `{kind: llm, strategy: tiling}`)."""
+    """One member of the team (`agents.team` items, e.g. `{kind: llm, strategy: tiling}`, or the
+    short forms `tiling` and `llm:tiling`: see `team_member`)."""
 
     kind: str
     """Implementation: an offline strategy (`tiling`, `memory`, `fusion`, `pipelining`,
@@ -240,14 +242,108 @@ OFFLINE_STRATEGIES = (
 )
 
 
+#: Every `kind` an `agents.team` item may name: the offline strategies, `triton_template` (the
+#: agents in kernelarc.agents.AGENT_KINDS) and `llm` (kernelarc.llm).
+TEAM_KINDS = (*OFFLINE_STRATEGIES, "triton_template", "llm")
+
+_ITEM_FORMS = (
+    "an item is a kind (`compiler`), `llm:<strategy>` (`llm:tiling`) or a mapping with keys "
+    "kind, strategy, model, name (`{kind: llm, strategy: tiling, model: gpt-4o}`)"
+)
+
+
+def team_member(item: object, index: int) -> AgentSpec:
+    """The `AgentSpec` of one `agents.team` item, checked before anything runs.
+
+    Args:
+        item: an `AgentSpec`; a mapping of its fields (`{kind: llm, strategy: tiling}`); a bare
+            kind (`compiler`, shorthand for `{kind: compiler}`); or `kind:strategy`
+            (`llm:tiling`, shorthand for `{kind: llm, strategy: tiling}`).
+        index: the item's position, named in errors (`agents.team[1]`).
+
+    Raises:
+        ConfigError: the item has another type or an unknown key, its kind is unknown, or it is
+            an `llm` member without a strategy; the message names the item and the fix.
+    """
+    where = f"agents.team[{index}]"
+    if isinstance(item, AgentSpec):
+        spec = item
+    elif isinstance(item, str):
+        kind, _, strategy = item.partition(":")
+        spec = AgentSpec(kind=kind.strip(), strategy=strategy.strip())
+    elif isinstance(item, Mapping):
+        spec = _spec_from_mapping(item, where)
+    else:
+        msg = f"{where} is {item!r}; {_ITEM_FORMS}"
+        raise ConfigError(msg)
+    if spec.kind not in TEAM_KINDS:
+        msg = (
+            f"{where}: unknown agent kind {spec.kind!r}; valid kinds: {sorted(TEAM_KINDS)} "
+            f"(an LLM agent: `llm:<strategy>`, e.g. agents.team=[compiler,llm:tiling])"
+        )
+        raise ConfigError(msg)
+    if spec.kind == "llm" and not spec.strategy:
+        msg = (
+            f"{where}: an `llm` member needs a strategy; write `llm:<strategy>` (e.g. "
+            f"agents.team=[compiler,llm:tiling]) or `{{kind: llm, strategy: tiling}}` "
+            f"(strategies: docs/llm.md)"
+        )
+        raise ConfigError(msg)
+    return spec
+
+
+def _spec_from_mapping(item: Mapping[Any, Any], where: str) -> AgentSpec:
+    """An `AgentSpec` from a mapping item (as OmegaConf's typed schema would have checked it)."""
+    keys = {f.name for f in fields(AgentSpec)}
+    unknown = [str(key) for key in item if key not in keys]
+    if unknown:
+        hint = ""
+        if len(item) == 1 and unknown[0] in TEAM_KINDS:
+            # YAML reads `- llm: tiling` (a space after the colon) as the mapping {llm: tiling}.
+            kind, strategy = unknown[0], item[unknown[0]]
+            hint = f" (for `{kind}: {strategy}` write `{kind}:{strategy}`, without the space)"
+        msg = f"{where}: unknown key {unknown[0]!r}{hint}; {_ITEM_FORMS}"
+        raise ConfigError(msg)
+    if item.get("kind") is None:
+        msg = f"{where} has no `kind`; {_ITEM_FORMS}"
+        raise ConfigError(msg)
+    values: dict[str, str] = {}
+    for key, value in item.items():
+        if value is None:
+            continue  # null: the field's default ("" or None)
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            msg = f"{where}.{key} must be a string (got {value!r}); {_ITEM_FORMS}"
+            raise ConfigError(msg)
+        values[str(key)] = str(value)
+    return AgentSpec(**values)
+
+
+if TYPE_CHECKING:
+    TeamItem: TypeAlias = AgentSpec
+else:
+    # OmegaConf checks the composed config against the annotations: Any lets an item be a
+    # short-form string (`compiler`, `llm:tiling`) as well as a mapping. AgentsConfig's
+    # __post_init__ turns every item into an AgentSpec (team_member), so code reading
+    # `agents.team` only ever sees AgentSpecs.
+    TeamItem = Any
+
+
 @dataclass
 class AgentsConfig:
     """The team."""
 
-    team: list[AgentSpec] = field(
+    team: list[TeamItem] = field(
         default_factory=lambda: [AgentSpec(kind=kind) for kind in OFFLINE_STRATEGIES]
     )
-    """Team members, one agent each (conf/agents/: offline, llm, mixed)."""
+    """Team members, one agent each (conf/agents/: offline, llm, mixed). Each item is a mapping
+    (`{kind: llm, strategy: tiling, model: gpt-4o, name: ...}`), a bare kind (`compiler`) or
+    `llm:<strategy>` (`llm:tiling`); after construction every item is an `AgentSpec`."""
+
+    def __post_init__(self) -> None:
+        if not self.team:
+            msg = f"agents.team is empty; list one or more of {sorted(TEAM_KINDS)}"
+            raise ConfigError(msg)
+        self.team = [team_member(item, index) for index, item in enumerate(self.team)]
 
 
 @dataclass

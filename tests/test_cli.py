@@ -48,6 +48,16 @@ def test_typo_in_config_key_fails_at_compose(tmp_path: Path) -> None:
     assert "candidatez" in proc.stderr
 
 
+def test_unknown_team_kind_fails_before_the_campaign_starts(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    args = ["campaign", "agents.team=[compiler,gpt]", "tracking=none", f"hydra.run.dir={run_dir}"]
+    proc = _run(args, tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "agents.team[1]: unknown agent kind 'gpt'" in proc.stderr
+    assert "e.g. agents.team=[compiler,llm:tiling]" in proc.stderr  # not eaten as markup
+    assert not (run_dir / "config.yaml").exists() and not (run_dir / "attempts.jsonl").exists()
+
+
 def test_bad_budget_is_a_config_error(tmp_path: Path) -> None:
     proc = _run(["campaign", "budget.candidates=0", "tracking=none"], tmp_path)
     assert proc.returncode != 0

@@ -23,7 +23,7 @@ from kernelarc.agents.strategies import (
     TilingAgent,
 )
 from kernelarc.agents.triton_agent import TritonTemplateAgent
-from kernelarc.config import AgentSpec
+from kernelarc.config import TEAM_KINDS, AgentSpec, team_member
 from kernelarc.errors import ConfigError
 from kernelarc.schema import Attempt, Proposal
 from kernelarc.schema.coordination import ConclusionDraft
@@ -98,21 +98,23 @@ def make_team(
     """One agent per spec; unnamed agents of a repeated kind get numbered names (`tiling-2`).
 
     Args:
-        specs: `agents.team` (a bare string is shorthand for `AgentSpec(kind=...)`).
+        specs: `agents.team`; a string is a short form (`compiler`, `llm:tiling`: see
+            `kernelarc.config.team_member`).
         seed: the campaign seed (each agent derives its own order from it and its name).
         llm: the `llm` config group, for `kind: llm` members.
 
     Raises:
         ConfigError: the list is empty, a kind is unknown, a name repeats, an offline member
-            names another strategy or a model, or an `llm` member cannot be built.
+            names another strategy or a model, or an `llm` member has no strategy or cannot be
+            built.
     """
     if not specs:
-        msg = f"agents.team is empty; list one or more of {sorted([*AGENT_KINDS, 'llm'])}"
+        msg = f"agents.team is empty; list one or more of {sorted(TEAM_KINDS)}"
         raise ConfigError(msg)
     team: list[Agent] = []
     counts: dict[str, int] = {}
-    for item in specs:
-        spec = AgentSpec(kind=item) if isinstance(item, str) else item
+    for index, item in enumerate(specs):
+        spec = team_member(item, index)
         base = spec.name or (f"llm-{spec.strategy}" if spec.kind == "llm" else spec.kind)
         counts[base] = counts.get(base, 0) + 1
         name = base if counts[base] == 1 or spec.name else f"{base}-{counts[base]}"

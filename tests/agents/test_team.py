@@ -5,13 +5,14 @@ import sys
 import pytest
 
 from kernelarc.agents import (
+    AGENT_KINDS,
     AgentContext,
     CompilerAgent,
     TilingAgent,
     TritonTemplateAgent,
     make_team,
 )
-from kernelarc.config import OFFLINE_STRATEGIES, AgentSpec, LLMConfig
+from kernelarc.config import OFFLINE_STRATEGIES, TEAM_KINDS, AgentSpec, LLMConfig
 from kernelarc.errors import ConfigError
 from kernelarc.problems.builtin_set import resolve_problem
 
@@ -25,6 +26,15 @@ def test_offline_team_has_one_agent_per_strategy() -> None:
 def test_bare_kinds_and_the_triton_template_agent_still_work() -> None:
     team = make_team(["compiler", "triton_template"], seed=7)
     assert [type(a) for a in team] == [CompilerAgent, TritonTemplateAgent]
+
+
+def test_every_team_kind_of_the_config_is_an_agent_kind() -> None:
+    assert set(TEAM_KINDS) == {*AGENT_KINDS, "llm"}
+
+
+def test_llm_short_form_names_its_strategy() -> None:
+    with pytest.raises(ConfigError, match=r"member 'llm-tiling' is an LLM agent but llm=none"):
+        make_team(["compiler", "llm:tiling"], seed=0, llm=LLMConfig())
 
 
 def test_repeated_kinds_get_distinct_names_and_orders() -> None:

@@ -74,6 +74,52 @@ def test_command_line_overrides() -> None:
     assert cfg.budget.max_proposing == 2
 
 
+def test_team_items_may_be_bare_kinds() -> None:
+    team = _compose(["agents.team=[compiler,tiling]"]).agents.team
+    assert team == [AgentSpec(kind="compiler"), AgentSpec(kind="tiling")]
+    assert [a.name for a in make_team(list(team), seed=0)] == ["compiler", "tiling"]
+
+
+def test_team_may_mix_short_forms_and_mappings() -> None:
+    # No request is sent: building an LLM agent only makes its client (this endpoint is unused).
+    cfg = _compose(
+        [
+            "agents.team=[compiler,llm:tiling,{kind: llm, strategy: memory, model: m2}]",
+            "llm=openai",
+            "llm.base_url=http://127.0.0.1:9/v1",
+            "llm.model=m",
+        ]
+    )
+    assert cfg.agents.team == [
+        AgentSpec(kind="compiler"),
+        AgentSpec(kind="llm", strategy="tiling"),
+        AgentSpec(kind="llm", strategy="memory", model="m2"),
+    ]
+    team = make_team(list(cfg.agents.team), cfg.seed, llm=cfg.llm)
+    assert [(a.name, a.strategy) for a in team] == [
+        ("compiler", "compiler"),
+        ("llm-tiling", "tiling"),
+        ("llm-memory", "memory"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("team", "match"),
+    [
+        ("[compiler,gpt]", r"agents\.team\[1\]: unknown agent kind 'gpt'; valid kinds: .*'llm'"),
+        ("[llm]", r"agents\.team\[0\]: an `llm` member needs a strategy; write `llm:<strategy>`"),
+        ("[{kind: llm}]", r"agents\.team\[0\]: an `llm` member needs a strategy"),
+        ("[{kind: tiling, stratgy: x}]", r"agents\.team\[0\]: unknown key 'stratgy'"),
+        ("[{llm: tiling}]", r"write `llm:tiling`, without the space"),
+        ("[{strategy: tiling}]", r"agents\.team\[0\] has no `kind`"),
+        ("[]", r"agents\.team is empty"),
+    ],
+)
+def test_bad_team_items_fail_at_compose_naming_the_item(team: str, match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        _compose([f"agents.team={team}"])
+
+
 @pytest.mark.parametrize(
     "override",
     [
