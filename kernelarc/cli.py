@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from kernelarc import __version__
@@ -152,7 +153,9 @@ def main(argv: list[str] | None = None) -> int:
         if ns.command == "report":
             return _cmd_report(ns)
     except KernelarcError as exc:
-        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        Console(stderr=True).print(
+            f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True
+        )
         return 2
     parser.print_help()
     return 2
@@ -425,7 +428,9 @@ def _cmd_sync(ns: argparse.Namespace) -> int:
                 verify=ns.verify,
             )
         except KernelarcError as exc:
-            console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            console.print(
+                f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True
+            )
             status = 1
             continue
         console.print(report.describe(), highlight=False, soft_wrap=True)
@@ -491,7 +496,7 @@ def _log_report(ns: argparse.Namespace, campaigns: list[Any], out: Path, console
     try:
         run_id = log_report_run(uri, experiment, out, f"report-{out.name}", run_ids)
     except KernelarcError as exc:
-        console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 1
     console.print(
         f"MLflow: run {run_id} in experiment {experiment!r} at {uri} (artifacts: report/)",
