@@ -68,6 +68,32 @@ _DOCKER_ERRORS = (docker.errors.DockerException, OSError)
 _REMOVE_ATTEMPTS = 4
 #: Label naming the DockerSandbox instance a pool container belongs to.
 OWNER = "kernelarc.sandbox_owner"
+#: Exec'd in a pool container as root (uid 0 there, with no capabilities: /proc/<pid>/status is
+#: world-readable): one `pid uid` line (the real uid) per process but itself; a process that
+#: ends mid-walk is skipped, any other error exits non-zero.
+_LIST_PROCESSES = """
+import os
+me = str(os.getpid())
+lines = []
+for pid in os.listdir("/proc"):
+    if not pid.isdigit() or pid == me:
+        continue
+    try:
+        with open("/proc/" + pid + "/status") as status:
+            uid = next(line.split()[1] for line in status if line.startswith("Uid:"))
+    except (FileNotFoundError, ProcessLookupError):
+        continue
+    lines.append(pid + " " + uid)
+print("\\n".join(lines))
+"""
+
+
+class _ListingError(Exception):
+    """The in-container process listing failed, or said something impossible."""
+
+
+#: What the process listing can raise: its caller then cannot trust the container.
+_LISTING_ERRORS = (*_DOCKER_ERRORS, _ListingError)
 
 
 @dataclass
@@ -102,6 +128,7 @@ class _Slot:
     pool_dir: Path | None = None
     image_id: str = ""
     baseline_pids: frozenset[str] = frozenset()
+    """Pids (the container's own) of its init and `sleep infinity`, listed at its start."""
     spare: _Runner | None = None
     last_user: str | None = None
     """The user of the runner exec'd last (the next one alternates)."""
@@ -427,7 +454,7 @@ class DockerSandbox:
             return "the log reports a CUDA error (possibly a poisoned context)"
         try:
             processes = self._processes(slot)
-        except _DOCKER_ERRORS as exc:
+        except _LISTING_ERRORS as exc:
             return f"cannot list its processes ({exc})"
         # The spare exec'd beside the candidate runs as the other uid, which the candidate's
         # processes can never have.
@@ -443,10 +470,37 @@ class DockerSandbox:
         return None
 
     def _processes(self, slot: _Slot) -> dict[str, str]:
-        """pid -> uid (host numbers) of every process of the slot's container."""
-        top = slot.container.top(ps_args="-eo pid,uid")
-        pid, uid = top["Titles"].index("PID"), top["Titles"].index("UID")
-        return {row[pid]: row[uid] for row in top["Processes"]}
+        """pid -> uid of every process of the slot's container, as the container sees them
+        (its pid namespace, its uids: the runners' numeric users), listed from inside. The
+        baseline and every later listing are taken this way, so their pids compare. (`docker
+        top` filters the host's `ps` by the container's cgroup: on a host whose cgroup or /proc
+        view does not match the engine's it lists nothing, and leftovers went unseen.)
+
+        Raises:
+            docker.errors.DockerException, OSError: the exec failed.
+            _ListingError: the listing failed or came back empty (init and `sleep infinity`
+                always run, so an empty listing is a blind one, never "no leftovers").
+        """
+        api = self._client.api
+        command = [self.python, "-I", "-S", "-c", _LIST_PROCESSES]
+        exec_id = api.exec_create(slot.container.id, command, user="0", workdir="/")["Id"]
+        out, err = api.exec_start(exec_id, demux=True)
+        code = self._exit_code(exec_id)
+        if code != 0:
+            tail = ((out or b"") + (err or b"")).decode(errors="replace").strip()[-300:]
+            msg = f"the process listing exited with {code}: {tail}"
+            raise _ListingError(msg)
+        processes: dict[str, str] = {}
+        for line in (out or b"").decode(errors="replace").splitlines():
+            pid, _, uid = line.partition(" ")
+            if not (pid.isdigit() and uid.isdigit()):
+                msg = f"the process listing printed {line[:100]!r}"
+                raise _ListingError(msg)
+            processes[pid] = uid
+        if not processes:
+            msg = "the process listing is empty (blind: init and the keep-alive always run)"
+            raise _ListingError(msg)
+        return processes
 
     def _ensure_container(self, slot: _Slot, problem_dir: str | None, notes: list[str]) -> None:
         if slot.container is not None and slot.problem_dir == problem_dir:
@@ -463,7 +517,7 @@ class DockerSandbox:
             slot.container.reload()
             slot.image_id = str(slot.container.attrs["Image"])
             slot.baseline_pids = frozenset(self._processes(slot))
-        except _DOCKER_ERRORS as exc:
+        except _LISTING_ERRORS as exc:
             _drop_container(slot)
             msg = f"cannot start a sandbox container from image {self.image!r}: {exc}"
             raise SandboxError(msg) from exc

@@ -37,6 +37,22 @@ import kernelarc
 TEST_IMAGE = "kernelarc-sandbox-test:latest"
 SANDBOX_LABEL = "kernelarc.sandbox"
 _START_TIMEOUT_S = 60.0
+#: Exec'd in a container: `pid uid args` per process but itself (vanished ones skipped).
+_LIST_PROCESSES = """
+import os
+me = str(os.getpid())
+for pid in os.listdir("/proc"):
+    if not pid.isdigit() or pid == me:
+        continue
+    try:
+        with open("/proc/" + pid + "/status") as status:
+            uid = next(line.split()[1] for line in status if line.startswith("Uid:"))
+        with open("/proc/" + pid + "/cmdline", "rb") as cmdline:
+            args = cmdline.read().replace(b"\\0", b" ").strip().decode(errors="replace")
+    except (FileNotFoundError, ProcessLookupError):
+        continue
+    print(pid, uid, args.replace("\\n", " "))
+"""
 
 
 @dataclass
@@ -57,6 +73,30 @@ class DockerEngine:
         """Ids of every sandbox pool container on this engine, running or not."""
         found = self.client.containers.list(all=True, filters={"label": SANDBOX_LABEL})
         return [str(c.id) for c in found]
+
+    def container_processes(self, container_id: str) -> list[tuple[int, str, str]]:
+        """(pid, real uid, command line) of every process of a container, read from its own
+        /proc by a python exec'd there as root (as DockerSandbox lists them: `docker top` is
+        blind on some hosts). Its own exec is left out; it is a process of the container while
+        it runs, so never call this while a sandbox checks that container for leftovers."""
+        result = self.client.containers.get(container_id).exec_run(
+            [self.python, "-I", "-S", "-c", _LIST_PROCESSES], user="0", workdir="/"
+        )
+        output = result.output.decode(errors="replace")
+        assert result.exit_code == 0, f"listing in {container_id[:12]} failed: {output}"
+        rows = [line.split(" ", 2) for line in output.splitlines()]
+        assert rows, f"an empty listing of {container_id[:12]}: it must hold init at least"
+        return [(int(pid), uid, args) for pid, uid, args in rows]
+
+    def kill_in_container(self, container_id: str, pid: int, uid: str) -> None:
+        """SIGKILL a process of a container from inside, as its own uid (root there has no
+        CAP_KILL: the pool containers drop every capability)."""
+        program = f"import os, signal; os.kill({pid}, signal.SIGKILL)"
+        result = self.client.containers.get(container_id).exec_run(
+            [self.python, "-I", "-S", "-c", program], user=uid, workdir="/"
+        )
+        output = result.output.decode(errors="replace")
+        assert result.exit_code == 0, f"cannot kill {pid} as uid {uid}: {output}"
 
     def stop(self) -> None:
         """Remove leftover containers, stop our dockerd (if we started it), delete its dirs."""

@@ -8,7 +8,6 @@ used the container's warm spare runner.
 
 import inspect
 import os
-import signal
 import socket
 import threading
 import time
@@ -26,6 +25,8 @@ from kernelarc.problems.files import load_problem
 from kernelarc.schema import EvalRequest, EvalResult, EvalStatus, Solution, TimingConfig
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+#: Correct, but leaves a daemon (fork, setsid, fork, exec) sleeping in the container.
+DAEMON = SAMPLES / "hostile" / "double_fork_daemon" / "kernel.py"
 TIMEOUT_S = 180.0
 ENDLESS_TIMEOUT_S = 15.0
 
@@ -128,26 +129,27 @@ class Sequence:
     spare_killed: bool
 
 
-def _spare_pids(sandbox: DockerSandbox, docker_engine: DockerEngine) -> list[int]:
-    """Host pids of the spare runner waiting in the `cpu` container (`docker top`'s view)."""
+def _spare_runners(sandbox: DockerSandbox, docker_engine: DockerEngine) -> list[tuple[int, str]]:
+    """(pid, uid) of the spare runner waiting in the `cpu` container (its own pid numbers)."""
     container_id = sandbox.container_id("cpu")
     if container_id is None:
         return []
-    top = docker_engine.client.containers.get(container_id).top(ps_args="-eo pid,args")
-    rows = (" ".join(process).split(None, 1) for process in top["Processes"])
-    return [int(r[0]) for r in rows if len(r) == 2 and "kernelarc.runner --device cpu" in r[1]]
+    processes = docker_engine.container_processes(container_id)
+    return [(pid, uid) for pid, uid, args in processes if "kernelarc.runner --device cpu" in args]
 
 
 def _kill_spare(sandbox: DockerSandbox, docker_engine: DockerEngine) -> bool:
-    """SIGKILL the spare (a test's stand-in for a spare that died) and wait until the engine
-    no longer lists it; False if there was none."""
-    pids = _spare_pids(sandbox, docker_engine)
-    for pid in pids:
-        os.kill(pid, signal.SIGKILL)
+    """SIGKILL the spare (a test's stand-in for a spare that died) from inside the container,
+    as its own uid, and wait until the container no longer has it; False if there was none."""
+    container_id = sandbox.container_id("cpu")
+    spares = _spare_runners(sandbox, docker_engine)
+    for pid, uid in spares:
+        assert container_id is not None
+        docker_engine.kill_in_container(container_id, pid, uid)
     deadline = time.monotonic() + 30.0
-    while _spare_pids(sandbox, docker_engine) and time.monotonic() < deadline:
+    while _spare_runners(sandbox, docker_engine) and time.monotonic() < deadline:
         time.sleep(0.1)
-    return bool(pids)
+    return bool(spares)
 
 
 @pytest.fixture(scope="module")
@@ -163,6 +165,7 @@ def sequence(docker_engine: DockerEngine) -> Sequence:
             TIMEOUT_S,
         ),
         ("kill_runner", SAMPLES / "docker" / "kill_runner.py", None, TIMEOUT_S),
+        ("daemon", DAEMON, {"__MARKER__": "kernelarc-docker-test-daemon"}, TIMEOUT_S),
         ("worker_exit", SAMPLES / "kernels" / "add_exit.py", None, TIMEOUT_S),
         ("readonly_probe", SAMPLES / "docker" / "readonly_probe.py", None, TIMEOUT_S),
     ]
@@ -238,20 +241,34 @@ def test_candidate_has_no_network(sequence: Sequence) -> None:
 def test_killed_runner_is_runtime_error_and_the_next_candidate_is_unaffected(
     sequence: Sequence,
 ) -> None:
-    killed, after = sequence.steps["kill_runner"], sequence.steps["worker_exit"]
+    killed, after = sequence.steps["kill_runner"], sequence.steps["daemon"]
     assert killed.statuses == {EvalStatus.RUNTIME_ERROR}, killed.log
     assert "no result file" in killed.log
     assert killed.container_after is None
     assert any("replaced: runner crashed" in note for note in killed.result.sandbox_notes)
-    assert after.container_after not in (None, killed.container_before)
-    # A candidate that only ends its own worker (os._exit(3)) leaves the runner in charge.
-    assert after.statuses == {EvalStatus.RUNTIME_ERROR}, after.log
-    assert "code 3" in after.log
+    assert after.container_before is None  # a fresh container, started for it
+    assert after.statuses == {EvalStatus.PASSED}, after.log
+
+
+@pytest.mark.docker
+def test_a_process_left_behind_is_seen_and_its_container_replaced(sequence: Sequence) -> None:
+    """The leftover check lists the container's processes for real: a blind listing would
+    keep the container (or, being empty, replace it for another reason)."""
+    daemon, after = sequence.steps["daemon"], sequence.steps["worker_exit"]
+    assert daemon.statuses == {EvalStatus.PASSED}, daemon.log
+    replaced = [n for n in daemon.result.sandbox_notes if "replaced" in n]
+    assert len(replaced) == 1, daemon.result.sandbox_notes
+    assert replaced[0].endswith("process(es) outlived the runner"), replaced
+    assert daemon.container_after is None
+    assert after.container_before is None and after.container_after is not None
 
 
 @pytest.mark.docker
 def test_worker_exit_keeps_the_container_and_the_root_is_read_only(sequence: Sequence) -> None:
     worker_exit, probe = sequence.steps["worker_exit"], sequence.steps["readonly_probe"]
+    # A candidate that only ends its own worker (os._exit(3)) leaves the runner in charge.
+    assert worker_exit.statuses == {EvalStatus.RUNTIME_ERROR}, worker_exit.log
+    assert "code 3" in worker_exit.log
     assert probe.container_before == worker_exit.container_after == probe.container_after
     assert probe.statuses == {EvalStatus.PASSED}, probe.log  # EROFS on /usr, /, /etc; /tmp ok
 
@@ -260,7 +277,7 @@ def test_worker_exit_keeps_the_container_and_the_root_is_read_only(sequence: Seq
 def test_a_kept_container_gives_the_next_candidate_its_warm_spare(sequence: Sequence) -> None:
     steps = sequence.steps
     # A fresh container (first step, or after a replacement): a runner exec'd on demand.
-    for name in ("first", "net_probe", "worker_exit"):
+    for name in ("first", "net_probe", "daemon", "worker_exit"):
         assert not steps[name].warm, name
     # After an evaluation that kept its container: the spare exec'd when that one ended,
     # including the endless loop, which the runner's own go deadline ended (TIMEOUT above).
@@ -425,9 +442,8 @@ def _runner_uids(sandbox: DockerSandbox, docker_engine: DockerEngine) -> set[str
     container_id = sandbox.container_id("cpu")
     if container_id is None:
         return set()
-    top = docker_engine.client.containers.get(container_id).top(ps_args="-eo pid,uid,args")
-    rows = (" ".join(process).split(None, 2) for process in top["Processes"])
-    return {r[1] for r in rows if len(r) == 3 and "kernelarc.runner --device cpu" in r[2]}
+    processes = docker_engine.container_processes(container_id)
+    return {uid for _, uid, args in processes if "kernelarc.runner --device cpu" in args}
 
 
 @pytest.mark.docker
@@ -456,7 +472,9 @@ def test_a_spare_beside_a_hostile_candidate_runs_as_the_other_user_and_survives(
         done = threading.Event()
 
         def watch() -> None:
-            while not done.is_set():
+            # Until both runners are seen: the watch's own listing, a root process in the
+            # container, must be gone before the evaluation's leftover check.
+            while not done.is_set() and {"1000", "1001"} not in seen:
                 seen.append(_runner_uids(sandbox, docker_engine))
                 time.sleep(0.1)
 
@@ -474,6 +492,6 @@ def test_a_spare_beside_a_hostile_candidate_runs_as_the_other_user_and_survives(
         last_container = sandbox.container_id("cpu")
     steps = [Step(r, None, None) for r in (first, attacked, last)]
     assert [s.statuses for s in steps] == [{EvalStatus.PASSED}] * 3, [s.log for s in steps]
+    assert {"1000", "1001"} in seen, seen
     assert steps[1].warm and steps[2].warm
-    assert {"1000", "1001"} in seen
     assert container == last_container  # the spare was no leftover: the container was kept
