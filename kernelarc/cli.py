@@ -321,6 +321,9 @@ def _cmd_eval(ns: argparse.Namespace) -> int:
     if ns.image:
         sandbox_cfg.docker.image = ns.image
     sandbox = make_sandbox(sandbox_cfg.kind, **sandbox_cfg.options())
+    # Docker: the container starts on its own thread (evaluate waits for it); locally nothing,
+    # as nothing runs before this evaluation that a spare's import could overlap.
+    sandbox.prepare(request.device, ns.timeout, request.problem_dir)
     try:
         result = sandbox.evaluate(request, timeout_s=ns.timeout)
     finally:

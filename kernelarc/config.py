@@ -118,7 +118,8 @@ class SandboxConfig:
     """Keep one pre-started runner per sandbox (slot) for its next evaluation: it imports torch
     while the sandbox waits, so a candidate does not pay that (~3 s); every candidate still gets
     a fresh process. Started on cuda when an evaluation takes its runner (as another user), on
-    cpu when an evaluation ends (docs/architecture.md). False: start each runner on demand."""
+    cpu when an evaluation ends, and for the first candidate when the campaign sets up its
+    executor (docs/architecture.md). False: start each runner on demand."""
 
     def options(self) -> dict[str, Any]:
         """The keyword options `make_sandbox(self.kind, **options)` takes for this kind."""

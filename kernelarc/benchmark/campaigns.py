@@ -229,6 +229,10 @@ def measure_baselines(
     have = {run.variant for run in baseline_runs_from_attempts(attempts)}
     todo = [v for v in wanted_baselines(device) if v not in have]
     sandbox = make_sandbox(cfg.sandbox.kind, **cfg.sandbox.options())
+    if todo:  # the first baseline's runner imports torch while the rest is set up
+        sandbox.prepare(
+            "cuda" if device == "cuda" else "cpu", cfg.eval.timeout_s, str(problem.path.resolve())
+        )
     warmup, iterations = cfg.eval.timing_for(device)
     runs: list[BaselineRun] = []
 

@@ -173,6 +173,9 @@ def run_campaign(
     ceiling = resolve_ceiling(cfg.guard.roofline, device, cfg.sandbox.gpu)
     if ceiling.note:
         logger.warning("roofline ceilings: %s", ceiling.note)
+    # Every slot's first runner starts now, not on its first candidate's path: the same device,
+    # timeout and problem dir every evaluation below uses (`_request`, `_evaluate`).
+    executor.prepare(timeout_s=cfg.eval.timeout_s, problem_dir=str(problem.path.resolve()))
     coordinator = Coordinator(cfg.coordination, problem, device, team, run_dir)
     record = CampaignRecord(
         name=cfg.name,

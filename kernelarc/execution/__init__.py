@@ -5,7 +5,9 @@ never raises for a candidate's misbehaviour (that is a status in the traces) and
 `kernelarc.errors.SandboxError` only when the sandbox itself cannot run. Kinds: `local`
 (`LocalSandbox`, a hardened subprocess) and `docker` (`docker_sandbox.DockerSandbox`, imported
 only when asked for; it holds containers). Both keep a spare runner between evaluations
-(`warm_spare`): call `close()` when done with a sandbox (or use it as a context manager).
+(`warm_spare`); `prepare()` starts the first one (and Docker's container) before the first
+evaluation, so that one is not cold either. Call `close()` when done with a sandbox (or use it
+as a context manager).
 """
 
 from typing import Any, Protocol
@@ -24,6 +26,13 @@ class Sandbox(Protocol):
 
     def evaluate(self, request: EvalRequest, *, timeout_s: float) -> EvalResult:
         """Run the request; a wall-clock overrun gives TIMEOUT traces, not an exception."""
+        ...
+
+    def prepare(self, device: str, timeout_s: float, problem_dir: str | None = None) -> None:
+        """Get ready for evaluations of `device` with `timeout_s` (and `problem_dir`, which a
+        Docker container mounts) before the first one arrives: start the spare runner (and
+        the container), without waiting for it. Never raises: what fails here is tried again
+        by `evaluate`, which then raises."""
         ...
 
     def close(self) -> None:

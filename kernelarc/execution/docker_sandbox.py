@@ -22,7 +22,9 @@ container, the running candidate's uid can neither signal nor ptrace the spare, 
 eval dir (chowned to the spare's uid, mode 0700); the leftover check ignores the spare's uid.
 Without a second user (a non-root host cannot chown the eval dirs) the spare waits for the end.
 A spare that died is replaced by a runner exec'd at once (a cold start); a replaced container
-takes its spare along.
+takes its spare along. `prepare()` starts a slot's container and its first spare on a thread of
+its own before the first evaluation, which then waits for it (the slot's lock) and finds both
+ready.
 """
 
 import contextlib
@@ -270,6 +272,7 @@ class DockerSandbox:
             raise SandboxError(msg) from exc
         self._slots: dict[str, _Slot] = {}
         self._slots_lock = threading.Lock()
+        self._preparing: list[threading.Thread] = []
         self._owner = uuid.uuid4().hex
         self._finalizer = weakref.finalize(
             self, _remove_all, self._client, self._slots, self._owner
@@ -282,8 +285,45 @@ class DockerSandbox:
         self.close()
 
     def close(self) -> None:
-        """Stop and remove every pool container (idempotent)."""
+        """Stop and remove every pool container (idempotent); waits for `prepare` threads
+        first, so none starts a container after this."""
+        for thread in self._preparing:
+            thread.join()
         self._finalizer()
+
+    def prepare(self, device: str, timeout_s: float, problem_dir: str | None = None) -> None:
+        """Start the slot's container for `problem_dir` (what evaluations of it must mount)
+        and, with `warm_spare`, its first spare, on a thread of its own; returns at once. An
+        evaluation of the slot meanwhile waits for it (the slot's lock) and uses both. The
+        container starts with or without `warm_spare`; a spare fits any `timeout_s` (the
+        runner gets its deadline with `go`). Nothing after `close()` or when the slot already
+        has its container; a failure is logged, and the first evaluation tries again."""
+        del timeout_s
+        try:
+            slot = self._slot(device)
+        except SandboxError:  # closed
+            return
+        thread = threading.Thread(
+            target=self._prepare_slot,
+            args=(slot, device, problem_dir),
+            name=f"kernelarc-docker-prepare-{slot.key}",
+            daemon=True,
+        )
+        self._preparing = [t for t in self._preparing if t.is_alive()]
+        self._preparing.append(thread)
+        thread.start()
+
+    def _prepare_slot(self, slot: _Slot, device: str, problem_dir: str | None) -> None:
+        with slot.lock:
+            if slot.container is not None or not self._finalizer.alive:
+                return
+            try:
+                self._ensure_container(slot, problem_dir, [])
+            except SandboxError as exc:
+                logger.warning("sandbox slot %s: cannot prepare its container: %s", slot.key, exc)
+                return
+            if self.warm_spare and slot.spare is None:
+                self._start_spare(slot, device, self._other_user(slot.last_user))
 
     def _runner_users(self) -> tuple[str, ...]:
         """The users runners alternate between: two only when the host can give each its own

@@ -28,7 +28,8 @@ nor ptrace the other's, nor enter its temp dir (0700). Without the jail, or with
 spare waits for the end. Runners are forked from one long-lived thread (`spawn_thread.py`), so
 their parent-death signal ties them to the host process, not to the thread of the evaluation
 that started them. `close()` (or leaving a `with` block, or garbage collection of the sandbox)
-ends the spare and removes its temp dir.
+ends the spare and removes its temp dir. `prepare()` starts the first spare before the first
+evaluation (on cpu too: nothing of this sandbox is being timed yet).
 """
 
 import functools
@@ -160,6 +161,7 @@ class LocalSandbox:
         self.spare_start = spare_start
         self._identities = IdentityPool(user, spare_user)
         self._spares: SpareSlot[RunnerProcess] = SpareSlot()
+        self._preparing: Future[None] | None = None
         self._finalizer = weakref.finalize(self, self._spares.close)
 
     def __enter__(self) -> "LocalSandbox":
@@ -171,6 +173,20 @@ class LocalSandbox:
     def close(self) -> None:
         """End the spare runner and remove its temp dir; later evaluations run cold."""
         self._finalizer()
+
+    def prepare(self, device: str, timeout_s: float, problem_dir: str | None = None) -> None:
+        """Start the spare for a first evaluation of `device` with `timeout_s` now, so that it
+        is not cold; returns at once (the runner is forked on the spawn thread and imports
+        torch on its own). Nothing without `warm_spare`, after `close()`, or when a spare of
+        that key is already held. Also on `cpu`: no candidate of this sandbox runs yet.
+        `problem_dir` is for DockerSandbox's container (a local runner reads it from its
+        request)."""
+        del problem_dir
+        if not self.warm_spare or not self._finalizer.alive:
+            return
+        self._preparing = submit_to_spawn_thread(
+            functools.partial(self._start_spare, device, timeout_s)
+        )
 
     def _limits(self, device: str, timeout_s: float) -> ResourceLimits:
         address_space = None
@@ -198,6 +214,9 @@ class LocalSandbox:
             msg = f"sandbox python {self.python!r} does not exist"
             raise SandboxError(msg)
         started = time.monotonic()
+        preparing = self._preparing
+        if preparing is not None:  # a fork, and the cold start would queue behind it anyway
+            _wait_quietly(preparing)
         runner = self._spares.take((request.device, timeout_s))
         warm = runner is not None
         if runner is None:

@@ -44,6 +44,12 @@ class Executor(Protocol):
         (a failure is final, and never waits for a timed slot), then timed."""
         ...
 
+    def prepare(self, *, timeout_s: float, problem_dir: str | None) -> None:
+        """Have every sandbox start its spare runner (and container) for evaluations on
+        `device` with `timeout_s` and `problem_dir` now, before the first candidate; returns
+        without waiting for them (`Sandbox.prepare`)."""
+        ...
+
     def throughput(self, *, wall_s: float, candidates: int) -> ThroughputReport:
         """The campaign's throughput so far (`candidates` = attempts recorded)."""
         ...

@@ -86,6 +86,11 @@ class LocalExecutor(PooledExecutor):
                 )
             )
 
+    def prepare(self, *, timeout_s: float, problem_dir: str | None) -> None:
+        """Start every slot's spare runner (and Docker container) now; returns at once."""
+        for slot in self._all:
+            slot.sandbox.prepare(self.device, timeout_s, problem_dir)
+
     def close(self) -> None:
         """Close every sandbox (their spare runners, the Docker pool's containers)."""
         for slot in self._all:

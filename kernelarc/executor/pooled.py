@@ -74,6 +74,10 @@ class PooledExecutor(ABC):
                 return screen.model_copy(update={"sandbox_notes": notes})
         return self._run("timed", request, timeout_s)
 
+    @abstractmethod
+    def prepare(self, *, timeout_s: float, problem_dir: str | None) -> None:
+        """Prepare every slot's sandbox for evaluations on `device` (`Sandbox.prepare`)."""
+
     def throughput(self, *, wall_s: float, candidates: int) -> ThroughputReport:
         """The campaign's throughput so far."""
         return self.meter.report(wall_s=wall_s, candidates=candidates)

@@ -56,6 +56,11 @@ class EvalActor:
                 self.gpu = int(ids[0])
                 options["gpu"] = self.gpu
         self.sandbox = make_sandbox(sandbox_kind, **options)
+        self.device = device
+
+    def prepare(self, timeout_s: float, problem_dir: str | None) -> None:
+        """Start the sandbox's spare runner (and container) now (`Sandbox.prepare`)."""
+        self.sandbox.prepare(self.device, timeout_s, problem_dir)
 
     def describe(self) -> dict[str, Any]:
         """Where this actor runs: pid, node address and GPU."""
@@ -102,6 +107,8 @@ class _ActorPool:
         self._startup_timeout_s = startup_timeout_s
         self._cond = threading.Condition()
         self._idle: list[_Actor] = []
+        self._prepare: tuple[float, str | None] | None = None
+        """`EvalActor.prepare`'s arguments once the executor was prepared (replacements too)."""
         self.members: list[_Actor] = []
         started = self._start(size)
         self.members.extend(started)
@@ -162,6 +169,8 @@ class _ActorPool:
                 self.members.remove(actor)
                 self._cond.notify_all()
             raise
+        if self._prepare is not None:  # queued before the evaluation that comes next
+            fresh.handle.prepare.remote(*self._prepare)
         with self._cond:
             self.members[self.members.index(actor)] = fresh
         logger.info(
@@ -174,6 +183,15 @@ class _ActorPool:
             fresh.gpu,
         )
         return fresh
+
+    def prepare(self, timeout_s: float, problem_dir: str | None) -> None:
+        """Prepare every member's sandbox now, and every replacement's when it starts."""
+        self._prepare = (timeout_s, problem_dir)
+        calls = [a.handle.prepare.remote(timeout_s, problem_dir) for a in self.members]
+        try:
+            ray.get(calls, timeout=self._startup_timeout_s)
+        except ray.exceptions.RayError as exc:  # a lost actor is replaced by its next evaluation
+            logger.warning("cannot prepare the %s actors' sandboxes: %s", self.name, exc)
 
     def close(self) -> None:
         for actor in self.members:
@@ -298,6 +316,12 @@ class RayExecutor(PooledExecutor):
                     failed=result is None,
                 )
             )
+
+    def prepare(self, *, timeout_s: float, problem_dir: str | None) -> None:
+        """Start every actor's spare runner (and Docker container) now; a replacement actor
+        is prepared the same way when it starts."""
+        for pool in self._pools.values():
+            pool.prepare(timeout_s, problem_dir)
 
     def close(self) -> None:
         """Stop the actors, and the Ray instance if this executor started it."""

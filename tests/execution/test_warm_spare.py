@@ -204,3 +204,49 @@ def test_spare_dies_with_its_host_process(namespace: str) -> None:
             host.wait()
         if spare_dir is not None:  # nobody removes a dead host's temp dirs
             subprocess.run(["rm", "-rf", str(spare_dir)], check=False)
+
+
+def test_prepare_makes_the_first_evaluation_warm() -> None:
+    """`prepare` starts the spare before any evaluation (on cpu too: nothing is timed yet); the
+    first evaluation takes it, and close() ends what came after and removes every dir."""
+    marker = f"prepare-{os.getpid()}-{secrets.token_hex(4)}"
+    sandbox = LocalSandbox(extra_env={MARK_VAR: marker})
+    dirs: list[Path] = []
+    try:
+        sandbox.prepare("cpu", TIMEOUT_S)
+        prepared = _runner_pid(marker)  # there before any request
+        dirs.append(Path(os.readlink(f"/proc/{prepared}/cwd")))
+        result = sandbox.evaluate(_request(), timeout_s=TIMEOUT_S)
+        assert _statuses(result) == {EvalStatus.PASSED}, result.stderr_tail[-2000:]
+        assert _warm(result), result.sandbox_notes
+        assert _gone([prepared]) == []  # it served the request and ended
+        following = _runner_pid(marker)  # the spare for the next one (after the end, on cpu)
+        assert following != prepared
+        dirs.append(Path(os.readlink(f"/proc/{following}/cwd")))
+    finally:
+        sandbox.close()
+    assert _gone(_marked(marker)) == []
+    assert [d for d in dirs if d.exists()] == []
+
+
+def test_close_right_after_prepare_leaves_nothing() -> None:
+    marker = f"prepare-close-{os.getpid()}-{secrets.token_hex(4)}"
+    sandbox = LocalSandbox(extra_env={MARK_VAR: marker})
+    try:
+        sandbox.prepare("cpu", TIMEOUT_S)
+        spare_dir = Path(os.readlink(f"/proc/{_runner_pid(marker)}/cwd"))
+    finally:
+        sandbox.close()
+    assert _gone(_marked(marker)) == []
+    assert not spare_dir.exists()
+
+
+def test_prepare_without_warm_spare_starts_nothing() -> None:
+    marker = f"prepare-off-{os.getpid()}-{secrets.token_hex(4)}"
+    with LocalSandbox(extra_env={MARK_VAR: marker}, warm_spare=False) as sandbox:
+        sandbox.prepare("cpu", TIMEOUT_S)
+        assert _marked(marker) == []
+        result = sandbox.evaluate(_request(), timeout_s=TIMEOUT_S)
+        assert _statuses(result) == {EvalStatus.PASSED}
+        assert not _warm(result)  # a prepared spare would have served it
+        assert _marked(marker) == []  # and none follows it
