@@ -7,7 +7,8 @@ never raises for a candidate's misbehaviour (that is a status in the traces) and
 only when asked for; it holds containers). Both keep a spare runner between evaluations
 (`warm_spare`); `prepare()` starts the first one (and Docker's container) before the first
 evaluation, so that one is not cold either. Call `close()` when done with a sandbox (or use it
-as a context manager).
+as a context manager). Each sandbox's temp dirs are named for its host process, and a new
+sandbox removes those of hosts that died without closing theirs (`owned_dirs.py`).
 """
 
 from typing import Any, Protocol

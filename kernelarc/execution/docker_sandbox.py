@@ -24,7 +24,8 @@ Without a second user (a non-root host cannot chown the eval dirs) the spare wai
 A spare that died is replaced by a runner exec'd at once (a cold start); a replaced container
 takes its spare along. `prepare()` starts a slot's container and its first spare on a thread of
 its own before the first evaluation, which then waits for it (the slot's lock) and finds both
-ready.
+ready. Pool dirs are named for the host process (`owned_dirs.py`): a new sandbox removes those
+of a host that was killed without closing its sandboxes.
 """
 
 import contextlib
@@ -50,6 +51,7 @@ from docker.types import DeviceRequest, Ulimit
 
 from kernelarc.errors import SandboxError
 from kernelarc.execution.attach_stream import AttachStream, pump_until
+from kernelarc.execution.owned_dirs import make_owned_dir, sweep_stale
 from kernelarc.execution.result_file import new_result_key, read_raw_traces, traces_after_run
 from kernelarc.runner.go_line import go_line
 from kernelarc.schema import EvalRequest, EvalResult, Trace
@@ -259,6 +261,7 @@ class DockerSandbox:
         self.tmpfs_size_mb = tmpfs_size_mb
         self.max_file_size_bytes = max_file_size_bytes
         self.work_root = Path(work_root) if work_root is not None else None
+        self._pool_root = self.work_root or Path(tempfile.gettempdir())
         self.extra_mounts = dict(extra_mounts or {})
         self.extra_env = {k: v for k, v in (extra_env or {}).items() if not _SECRET_NAME.search(k)}
         self.warm_spare = warm_spare
@@ -270,6 +273,7 @@ class DockerSandbox:
         except _DOCKER_ERRORS as exc:
             msg = f"no Docker engine at {docker_host or '$DOCKER_HOST/default socket'}: {exc}"
             raise SandboxError(msg) from exc
+        sweep_stale(self._pool_root)  # pool dirs a host killed with SIGKILL left there
         self._slots: dict[str, _Slot] = {}
         self._slots_lock = threading.Lock()
         self._preparing: list[threading.Thread] = []
@@ -549,7 +553,11 @@ class DockerSandbox:
             notes.append("container replaced: the problem dir changed")
             _drop_container(slot)
         started = time.monotonic()
-        slot.pool_dir = Path(tempfile.mkdtemp(prefix="kernelarc_pool_", dir=self.work_root))
+        try:
+            slot.pool_dir = make_owned_dir("pool", self._pool_root)  # swept if the host is killed
+        except OSError as exc:
+            msg = f"cannot create the sandbox pool dir in {self._pool_root}: {exc}"
+            raise SandboxError(msg) from exc
         slot.pool_dir.chmod(0o711)  # the container user enters its own eval dir, lists nothing
         slot.problem_dir = problem_dir
         try:

@@ -30,6 +30,9 @@ their parent-death signal ties them to the host process, not to the thread of th
 that started them. `close()` (or leaving a `with` block, or garbage collection of the sandbox)
 ends the spare and removes its temp dir. `prepare()` starts the first spare before the first
 evaluation (on cpu too: nothing of this sandbox is being timed yet).
+
+Temp dirs are named for the host process (`owned_dirs.py`); creating a sandbox removes those
+a host killed with SIGKILL left in the temp root (never a live host's).
 """
 
 import functools
@@ -49,6 +52,7 @@ from typing import Literal
 from kernelarc.errors import SandboxError
 from kernelarc.execution import jail
 from kernelarc.execution.network import probe_isolation
+from kernelarc.execution.owned_dirs import make_owned_dir, sweep_stale
 from kernelarc.execution.process_limits import (
     GIB,
     ResourceLimits,
@@ -162,6 +166,8 @@ class LocalSandbox:
         self._identities = IdentityPool(user, spare_user)
         self._spares: SpareSlot[RunnerProcess] = SpareSlot()
         self._preparing: Future[None] | None = None
+        self._temp_root = Path(tempfile.gettempdir())
+        sweep_stale(self._temp_root)  # what a host killed with SIGKILL left there
         self._finalizer = weakref.finalize(self, self._spares.close)
 
     def __enter__(self) -> "LocalSandbox":
@@ -383,7 +389,7 @@ class LocalSandbox:
     def _spawn(self, device: str, timeout_s: float, lease: Lease) -> RunnerProcess:
         """Temp dir, environment, command line (jail or not), then the process itself."""
         try:
-            workdir = Path(tempfile.mkdtemp(prefix="kernelarc_eval_"))
+            workdir = make_owned_dir("eval", self._temp_root)  # swept if this host is killed
         except OSError as exc:
             msg = f"cannot create the sandbox temp dir: {exc}"
             raise SandboxError(msg) from exc

@@ -202,7 +202,7 @@ def test_spare_dies_with_its_host_process(namespace: str) -> None:
         if host.poll() is None:
             host.kill()
             host.wait()
-        if spare_dir is not None:  # nobody removes a dead host's temp dirs
+        if spare_dir is not None:  # the next sandbox's sweep would (test_stale_dirs.py)
             subprocess.run(["rm", "-rf", str(spare_dir)], check=False)
 
 

@@ -1,0 +1,149 @@
+"""Temp dirs a sandbox host makes, named for that host, and the sweep of those a dead host left.
+
+A host process killed with SIGKILL (or by the OOM killer) runs no `close()` and no finalizer,
+so its sandboxes' dirs stay behind: the eval dir of the runner it was waiting for and its
+spare's dir (LocalSandbox, `kernelarc_eval_*`), its Docker pool dirs (`kernelarc_pool_*`), with
+whatever candidates wrote there. So each such dir is named for its host:
+`kernelarc_<kind>_<owner>_<random>`, where `<owner>` is `<pid>-<8 random hex>` of a host process
+that holds an exclusive `flock` on `kernelarc_host_<owner>.lock` in the same root for as long as
+it lives. The kernel drops that lock when the process dies, however it dies, and a lock cannot
+outlive its process the way a pid can be reused; it also holds across PID namespaces sharing the
+dir. The lock file is locked before it gets its name (created under a temporary name, then
+renamed), so a sweep never finds a live host's lock free.
+
+`sweep_stale(root)` (every sandbox runs it when it is created) takes each host lock in `root`
+that it can: its owner is dead, so the dirs named for it are removed (as this process: root can
+delete what the sandbox users and their candidates wrote), then the lock file. Nothing else is
+touched: not a live host's dirs (its lock is held), not dirs of the older naming
+(`kernelarc_eval_` + random chars, no owner: nothing proves their host dead), not symlinks or
+files, not a lock file whose dirs could not all be removed (the next sweep tries again).
+"""
+
+import contextlib
+import fcntl
+import logging
+import os
+import re
+import secrets
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+from typing import Literal
+
+logger = logging.getLogger(__name__)
+
+DirKind = Literal["eval", "pool"]
+_OWNER = r"\d+-[0-9a-f]{8}"
+#: `-` is not among mkdtemp's random characters: no name of the older naming matches.
+_DIR = re.compile(rf"kernelarc_(?:eval|pool)_({_OWNER})_[a-z0-9_]+")
+_LOCK = re.compile(rf"kernelarc_host_({_OWNER})\.lock")
+_OPEN_LOCK = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+_lock = threading.Lock()
+_owner = ""
+_held: dict[str, int] = {}
+"""Root dir -> fd of this process's locked host lock file there."""
+
+
+def _forget_after_fork() -> None:
+    """A forked child is another host: it gets its own owner name and locks when it needs them
+    (closing the inherited fds leaves the parent's locks held by the parent)."""
+    global _lock, _owner
+    for fd in _held.values():
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _held.clear()
+    _lock, _owner = threading.Lock(), ""
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+def host_owner(root: Path) -> str:
+    """This process's owner name, its host lock in `root` taken (once per root, held until the
+    process ends).
+
+    Raises:
+        OSError: the lock file cannot be made in `root`.
+    """
+    global _owner
+    key = str(root)
+    with _lock:
+        if not _owner:
+            _owner = f"{os.getpid()}-{secrets.token_hex(4)}"
+        if key not in _held:
+            final = root / f"kernelarc_host_{_owner}.lock"
+            building = final.with_name(final.name + ".new")
+            flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(building, flags, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                building.rename(final)
+            except BaseException:
+                os.close(fd)
+                with contextlib.suppress(OSError):
+                    building.unlink()
+                raise
+            _held[key] = fd
+        return _owner
+
+
+def make_owned_dir(kind: DirKind, root: Path) -> Path:
+    """A fresh dir (mode 0700) in `root` named for this host, which a sweep leaves alone while
+    this process lives.
+
+    Raises:
+        OSError: the lock file or the dir cannot be made.
+    """
+    owner = host_owner(root)
+    return Path(tempfile.mkdtemp(prefix=f"kernelarc_{kind}_{owner}_", dir=root))
+
+
+def sweep_stale(root: Path) -> list[Path]:
+    """Remove the dirs in `root` whose host is dead (module docstring); the ones removed.
+    Never raises: what cannot be read or removed is left for a later sweep."""
+    try:
+        entries = list(os.scandir(root))
+    except OSError as exc:
+        logger.debug("cannot list %s for stale sandbox dirs: %s", root, exc)
+        return []
+    dirs: dict[str, list[Path]] = {}
+    locks: dict[str, Path] = {}
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            if (found := _DIR.fullmatch(entry.name)) and entry.is_dir(follow_symlinks=False):
+                dirs.setdefault(found.group(1), []).append(Path(entry.path))
+            elif (found := _LOCK.fullmatch(entry.name)) and entry.is_file(follow_symlinks=False):
+                locks[found.group(1)] = Path(entry.path)
+    removed: list[Path] = []
+    for owner, lock_path in locks.items():
+        if owner != _owner:
+            removed += _sweep_owner(lock_path, dirs.get(owner, []))
+    if removed:
+        logger.info("removed %d sandbox dir(s) of dead host processes in %s", len(removed), root)
+    return removed
+
+
+def _sweep_owner(lock_path: Path, dirs: list[Path]) -> list[Path]:
+    """Remove `dirs` and the lock file if the lock can be taken (its host is dead)."""
+    try:
+        fd = os.open(lock_path, _OPEN_LOCK)
+    except OSError:
+        return []  # gone meanwhile (another sweep), or not ours to open
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return []  # held: its host lives
+        removed = []
+        for folder in dirs:
+            shutil.rmtree(folder, ignore_errors=True)
+            if not folder.exists():
+                removed.append(folder)
+        if len(removed) == len(dirs):
+            with contextlib.suppress(OSError):
+                lock_path.unlink()
+        return removed
+    finally:
+        os.close(fd)
