@@ -24,8 +24,9 @@ Without a second user (a non-root host cannot chown the eval dirs) the spare wai
 A spare that died is replaced by a runner exec'd at once (a cold start); a replaced container
 takes its spare along. `prepare()` starts a slot's container and its first spare on a thread of
 its own before the first evaluation, which then waits for it (the slot's lock) and finds both
-ready. Pool dirs are named for the host process (`owned_dirs.py`): a new sandbox removes those
-of a host that was killed without closing its sandboxes.
+ready. Pool dirs are named for the host process (`owned_dirs.py`) and containers labelled with
+it: a new DockerSandbox removes the pool dirs and containers (on its engine) of a host that was
+killed without closing its sandboxes.
 """
 
 import contextlib
@@ -51,7 +52,7 @@ from docker.types import DeviceRequest, Ulimit
 
 from kernelarc.errors import SandboxError
 from kernelarc.execution.attach_stream import AttachStream, pump_until
-from kernelarc.execution.owned_dirs import make_owned_dir, sweep_stale
+from kernelarc.execution.owned_dirs import host_owner, make_owned_dir, sweep_stale
 from kernelarc.execution.result_file import new_result_key, read_raw_traces, traces_after_run
 from kernelarc.runner.go_line import go_line
 from kernelarc.schema import EvalRequest, EvalResult, Trace
@@ -72,6 +73,8 @@ _DOCKER_ERRORS = (docker.errors.DockerException, OSError)
 _REMOVE_ATTEMPTS = 4
 #: Label naming the DockerSandbox instance a pool container belongs to.
 OWNER = "kernelarc.sandbox_owner"
+#: Label naming the host process (`owned_dirs` owner) whose sandbox started a pool container.
+HOST_OWNER = "kernelarc.host_owner"
 #: Exec'd in a pool container as root (uid 0 there, with no capabilities: /proc/<pid>/status is
 #: world-readable): one `pid uid` line (the real uid) per process but itself; a process that
 #: ends mid-walk is skipped, any other error exits non-zero.
@@ -273,7 +276,8 @@ class DockerSandbox:
         except _DOCKER_ERRORS as exc:
             msg = f"no Docker engine at {docker_host or '$DOCKER_HOST/default socket'}: {exc}"
             raise SandboxError(msg) from exc
-        sweep_stale(self._pool_root)  # pool dirs a host killed with SIGKILL left there
+        # Pool dirs (and their containers) a host killed with SIGKILL left.
+        sweep_stale(self._pool_root, ["pool"], on_dead=self._remove_dead_hosts_containers)
         self._slots: dict[str, _Slot] = {}
         self._slots_lock = threading.Lock()
         self._preparing: list[threading.Thread] = []
@@ -287,6 +291,22 @@ class DockerSandbox:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    def _remove_dead_hosts_containers(self, owner: str) -> bool:
+        """Remove the containers a dead host process `owner` left on this engine (called by
+        the sweep of its pool dirs); False, keeping its dirs for a later sweep, when the
+        engine cannot list them."""
+        try:
+            found = self._client.containers.list(
+                all=True, filters={"label": f"{HOST_OWNER}={owner}"}
+            )
+        except _DOCKER_ERRORS as exc:
+            logger.warning("cannot list the containers of dead host %s: %s", owner, exc)
+            return False
+        for container in found:
+            logger.info("removing container %s of dead host %s", container.short_id, owner)
+            _remove_container(container)
+        return True
 
     def close(self) -> None:
         """Stop and remove every pool container (idempotent); waits for `prepare` threads
@@ -589,6 +609,7 @@ class DockerSandbox:
             "labels": {
                 "kernelarc.sandbox": slot.key,
                 "kernelarc.host_pid": str(os.getpid()),
+                HOST_OWNER: host_owner(self._pool_root),
                 OWNER: self._owner,
             },
             "network_mode": "bridge" if self.network else "none",

@@ -167,7 +167,7 @@ class LocalSandbox:
         self._spares: SpareSlot[RunnerProcess] = SpareSlot()
         self._preparing: Future[None] | None = None
         self._temp_root = Path(tempfile.gettempdir())
-        sweep_stale(self._temp_root)  # what a host killed with SIGKILL left there
+        sweep_stale(self._temp_root, ["eval"])  # what a host killed with SIGKILL left
         self._finalizer = weakref.finalize(self, self._spares.close)
 
     def __enter__(self) -> "LocalSandbox":

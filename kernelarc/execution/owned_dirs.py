@@ -11,12 +11,16 @@ outlive its process the way a pid can be reused; it also holds across PID namesp
 dir. The lock file is locked before it gets its name (created under a temporary name, then
 renamed), so a sweep never finds a live host's lock free.
 
-`sweep_stale(root)` (every sandbox runs it when it is created) takes each host lock in `root`
-that it can: its owner is dead, so the dirs named for it are removed (as this process: root can
-delete what the sandbox users and their candidates wrote), then the lock file. Nothing else is
-touched: not a live host's dirs (its lock is held), not dirs of the older naming
-(`kernelarc_eval_` + random chars, no owner: nothing proves their host dead), not symlinks or
-files, not a lock file whose dirs could not all be removed (the next sweep tries again).
+`sweep_stale(root, kinds)` (every sandbox runs it when it is created, for the kinds of dir it
+makes: LocalSandbox `eval`, DockerSandbox `pool`) takes each host lock in `root` that it can:
+its owner is dead, so the dirs of those kinds named for it are removed (as this process: root
+can delete what the sandbox users and their candidates wrote), after `on_dead` (DockerSandbox:
+remove that host's containers) said the rest of that host is gone too; the lock file goes once
+no dir of any kind is left for it (a pool dir waits for a DockerSandbox, which can also remove
+its container). Nothing else is touched: not a live host's dirs (its lock is held), not dirs of
+the older naming (`kernelarc_eval_` + random chars, no owner: nothing proves their host dead),
+not symlinks or files, not a lock file whose dirs could not all be removed (a later sweep tries
+again).
 """
 
 import contextlib
@@ -28,6 +32,7 @@ import secrets
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Literal
 
@@ -36,7 +41,7 @@ logger = logging.getLogger(__name__)
 DirKind = Literal["eval", "pool"]
 _OWNER = r"\d+-[0-9a-f]{8}"
 #: `-` is not among mkdtemp's random characters: no name of the older naming matches.
-_DIR = re.compile(rf"kernelarc_(?:eval|pool)_({_OWNER})_[a-z0-9_]+")
+_DIR = re.compile(rf"kernelarc_(eval|pool)_({_OWNER})_[a-z0-9_]+")
 _LOCK = re.compile(rf"kernelarc_host_({_OWNER})\.lock")
 _OPEN_LOCK = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
@@ -100,33 +105,44 @@ def make_owned_dir(kind: DirKind, root: Path) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"kernelarc_{kind}_{owner}_", dir=root))
 
 
-def sweep_stale(root: Path) -> list[Path]:
-    """Remove the dirs in `root` whose host is dead (module docstring); the ones removed.
-    Never raises: what cannot be read or removed is left for a later sweep."""
+def sweep_stale(
+    root: Path, kinds: Iterable[DirKind], on_dead: Callable[[str], bool] | None = None
+) -> list[Path]:
+    """Remove the dirs of `kinds` in `root` whose host is dead (module docstring); the ones
+    removed. `on_dead(owner)` runs first for a dead host that has such dirs (its lock held);
+    False keeps them for a later sweep. Never raises: what cannot be read or removed stays."""
     try:
         entries = list(os.scandir(root))
     except OSError as exc:
         logger.debug("cannot list %s for stale sandbox dirs: %s", root, exc)
         return []
-    dirs: dict[str, list[Path]] = {}
+    dirs: dict[str, list[tuple[str, Path]]] = {}
     locks: dict[str, Path] = {}
     for entry in entries:
         with contextlib.suppress(OSError):
             if (found := _DIR.fullmatch(entry.name)) and entry.is_dir(follow_symlinks=False):
-                dirs.setdefault(found.group(1), []).append(Path(entry.path))
+                dirs.setdefault(found.group(2), []).append((found.group(1), Path(entry.path)))
             elif (found := _LOCK.fullmatch(entry.name)) and entry.is_file(follow_symlinks=False):
                 locks[found.group(1)] = Path(entry.path)
+    wanted: set[str] = set(kinds)
     removed: list[Path] = []
     for owner, lock_path in locks.items():
         if owner != _owner:
-            removed += _sweep_owner(lock_path, dirs.get(owner, []))
+            removed += _sweep_owner(owner, lock_path, dirs.get(owner, []), wanted, on_dead)
     if removed:
         logger.info("removed %d sandbox dir(s) of dead host processes in %s", len(removed), root)
     return removed
 
 
-def _sweep_owner(lock_path: Path, dirs: list[Path]) -> list[Path]:
-    """Remove `dirs` and the lock file if the lock can be taken (its host is dead)."""
+def _sweep_owner(
+    owner: str,
+    lock_path: Path,
+    dirs: list[tuple[str, Path]],
+    kinds: set[str],
+    on_dead: Callable[[str], bool] | None,
+) -> list[Path]:
+    """If the lock can be taken (its host is dead): remove the dirs of `kinds`, then the lock
+    file when no dir is left."""
     try:
         fd = os.open(lock_path, _OPEN_LOCK)
     except OSError:
@@ -136,8 +152,11 @@ def _sweep_owner(lock_path: Path, dirs: list[Path]) -> list[Path]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             return []  # held: its host lives
+        doomed = [folder for kind, folder in dirs if kind in kinds]
+        if doomed and on_dead is not None and not on_dead(owner):
+            return []
         removed = []
-        for folder in dirs:
+        for folder in doomed:
             shutil.rmtree(folder, ignore_errors=True)
             if not folder.exists():
                 removed.append(folder)

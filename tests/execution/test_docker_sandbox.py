@@ -7,8 +7,12 @@ used the container's warm spare runner.
 """
 
 import inspect
+import json
 import os
 import socket
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -495,3 +499,97 @@ def test_a_spare_beside_a_hostile_candidate_runs_as_the_other_user_and_survives(
     assert {"1000", "1001"} in seen, seen
     assert steps[1].warm and steps[2].warm
     assert container == last_container  # the spare was no leftover: the container was kept
+
+
+def _sandbox_options(docker_engine: DockerEngine) -> dict[str, object]:
+    return {
+        "image": docker_engine.image_id,
+        "docker_host": docker_engine.host,
+        "python": docker_engine.python,
+        "extra_mounts": docker_engine.mounts,
+        "extra_env": docker_engine.env,
+    }
+
+
+def _wait_for_container(sandbox: DockerSandbox) -> str:
+    deadline = time.monotonic() + TIMEOUT_S
+    while (container := sandbox.container_id("cpu")) is None:
+        assert time.monotonic() < deadline, "prepare started no container"
+        time.sleep(0.1)
+    return container
+
+
+@pytest.mark.docker
+def test_prepare_starts_the_container_and_a_spare_for_the_first_candidate(
+    docker_engine: DockerEngine,
+) -> None:
+    """`prepare` starts the slot's container and its first spare on a thread of its own; the
+    first evaluation runs warm in that container (it started none itself)."""
+    request = _request(SAMPLES / "kernels" / "add_return.py")
+    with DockerSandbox(**_sandbox_options(docker_engine)) as sandbox:  # type: ignore[arg-type]
+        sandbox.prepare("cpu", TIMEOUT_S, request.problem_dir)
+        prepared = _wait_for_container(sandbox)
+        step = Step(sandbox.evaluate(request, timeout_s=TIMEOUT_S), prepared, None)
+        assert sandbox.container_id("cpu") == prepared
+    assert step.statuses == {EvalStatus.PASSED}, step.log
+    assert step.warm, step.result.sandbox_notes
+    assert not any(n.startswith("started container") for n in step.result.sandbox_notes)
+    assert prepared not in docker_engine.sandbox_containers()
+
+
+_DOCKER_HOST = """
+import json, sys, time
+from kernelarc.execution.docker_sandbox import DockerSandbox
+options, problem_dir = json.loads(sys.argv[1]), sys.argv[2]
+sandbox = DockerSandbox(**options)
+sandbox.prepare("cpu", 180, problem_dir)
+while sandbox.container_id("cpu") is None:
+    time.sleep(0.1)
+print(sandbox.container_id("cpu"), flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.docker
+def test_a_killed_hosts_pool_dir_and_container_are_removed_by_the_next_sandbox(
+    docker_engine: DockerEngine,
+) -> None:
+    """A host process SIGKILLed with a prepared container runs no close(): its pool dir and
+    container stay until a DockerSandbox is created, which removes both; the live sandbox of
+    this process (made before the kill) keeps its own."""
+    request = _request(SAMPLES / "kernels" / "add_return.py")
+    options = _sandbox_options(docker_engine)
+    root = Path(tempfile.gettempdir())
+    host = subprocess.Popen(
+        [sys.executable, "-c", _DOCKER_HOST, json.dumps(options), str(request.problem_dir)],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        with DockerSandbox(**options) as live:  # type: ignore[arg-type]
+            live.prepare("cpu", TIMEOUT_S, request.problem_dir)
+            live_container = _wait_for_container(live)
+            assert host.stdout is not None
+            dead_container = host.stdout.readline().decode().strip()
+            assert dead_container
+            host.kill()
+            host.wait()
+            left = sorted(root.glob(f"kernelarc_pool_{host.pid}-*"))
+            assert len(left) == 1
+            assert dead_container in docker_engine.sandbox_containers()
+
+            DockerSandbox(**options).close()  # type: ignore[arg-type]
+
+            assert not left[0].exists()
+            remaining = docker_engine.sandbox_containers()
+            assert dead_container not in remaining
+            assert live_container in remaining
+            step = Step(live.evaluate(request, timeout_s=TIMEOUT_S), live_container, None)
+            assert step.statuses == {EvalStatus.PASSED}, step.log
+            assert step.warm
+    finally:
+        if host.poll() is None:
+            host.kill()
+            host.wait()
+        for folder in root.glob(f"kernelarc_pool_{host.pid}-*"):  # a failed sweep's leftover
+            subprocess.run(["rm", "-rf", str(folder)], check=False)

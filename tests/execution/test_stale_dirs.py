@@ -131,12 +131,18 @@ print(folder)
 """
 
 
+def _owner(folder: Path) -> str:
+    return folder.name.split("_")[2]
+
+
 def test_sweep_removes_only_dead_owners_dirs(tmp_path: Path) -> None:
-    """A process that exited without cleaning up (its lock is free) loses its dirs and lock
-    file; this live process's dir, dirs of the older unowned naming, a symlink named like an
-    owned dir (and its target) and unrelated entries stay."""
+    """Processes that exited without cleaning up (their locks are free) lose their dirs of the
+    swept kind, and their lock file once no dir is left; a pool dir waits until `on_dead` (a
+    DockerSandbox removing that host's containers) agrees. This live process's dir, dirs of the
+    older unowned naming, a symlink named like an owned dir (and its target) and unrelated
+    entries stay."""
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    made = []
+    made: dict[str, Path] = {}
     for kind in ("eval", "pool"):
         out = subprocess.run(
             [sys.executable, "-c", _MAKE, str(tmp_path), kind],
@@ -145,28 +151,39 @@ def test_sweep_removes_only_dead_owners_dirs(tmp_path: Path) -> None:
             text=True,
             check=True,
         )
-        made.append(Path(out.stdout.strip()))
+        made[kind] = Path(out.stdout.strip())
     ours = make_owned_dir("eval", tmp_path)
     target = tmp_path / "elsewhere"
     target.mkdir()
     (target / "keep").write_text("keep")
-    dead_owner = made[0].name.split("_")[2]
-    link = tmp_path / f"kernelarc_eval_{dead_owner}_link0000"
+    link = tmp_path / f"kernelarc_eval_{_owner(made['eval'])}_link0000"
     link.symlink_to(target)
     unowned = tmp_path / "kernelarc_eval_ab_cd123"
     unowned.mkdir()
     other = tmp_path / "unrelated"
     other.mkdir()
-    locks = sorted(tmp_path.glob("kernelarc_host_*.lock"))
-    assert len(locks) == 3  # two dead hosts, this one
 
-    removed = sweep_stale(tmp_path)
+    def locks() -> set[str]:
+        return {p.name for p in tmp_path.glob("kernelarc_host_*.lock")}
 
-    assert sorted(removed) == sorted(made)
-    assert [p for p in made if p.exists()] == []
+    assert locks() == {f"kernelarc_host_{_owner(d)}.lock" for d in (*made.values(), ours)}
+
+    assert sweep_stale(tmp_path, ["eval"]) == [made["eval"]]
+    assert made["pool"].is_dir()  # not a kind a LocalSandbox sweeps
+    assert locks() == {f"kernelarc_host_{_owner(d)}.lock" for d in (made["pool"], ours)}
+
+    asked: list[str] = []
+
+    def refuse(owner: str) -> bool:
+        asked.append(owner)
+        return False  # e.g. the engine could not list that host's containers
+
+    assert sweep_stale(tmp_path, ["pool"], on_dead=refuse) == []
+    assert asked == [_owner(made["pool"])]
+    assert made["pool"].is_dir()
+    assert sweep_stale(tmp_path, ["pool"], on_dead=lambda owner: True) == [made["pool"]]
+
+    assert locks() == {f"kernelarc_host_{_owner(ours)}.lock"}
     assert ours.is_dir() and unowned.is_dir() and other.is_dir()
     assert link.is_symlink() and (target / "keep").read_text() == "keep"
-    assert [p.name for p in tmp_path.glob("kernelarc_host_*.lock")] == [
-        f"kernelarc_host_{ours.name.split('_')[2]}.lock"
-    ]
-    assert sweep_stale(tmp_path) == []  # nothing left to sweep; ours still held
+    assert sweep_stale(tmp_path, ["eval", "pool"]) == []  # ours is held
