@@ -403,7 +403,7 @@ class DockerSandbox:
             if runner is None:
                 runner = self._start_runner(slot, request.device, self._other_user(slot.last_user))
             else:
-                ahead = started - runner.started
+                ahead = max(0.0, started - runner.started)  # < 0: exec'd by prepare meanwhile
                 notes.append(f"{WARM_SPARE_NOTE} (started {ahead:.1f} s before the request)")
             if self.warm_spare and self._spare_at_once(request.device):
                 self._start_spare(slot, request.device, self._other_user(runner.user), beside=True)

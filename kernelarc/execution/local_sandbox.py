@@ -229,7 +229,7 @@ class LocalSandbox:
             runner = self._start_runner(request.device, timeout_s)
         notes = list(runner.notes)  # for EvalResult.sandbox_notes
         if warm:
-            ahead = started - runner.started
+            ahead = max(0.0, started - runner.started)  # < 0: a prepare still forking
             notes.append(f"{WARM_SPARE_NOTE} (started {ahead:.1f} s before the request)")
         next_spare: Future[None] | None = None
         try:
