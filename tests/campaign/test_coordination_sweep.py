@@ -1,5 +1,6 @@
 """`kernelarc campaign -m coordination=full,none` runs one campaign per ablation arm, with the
-same budget, and each run records the switches it ran with."""
+same budget, and each run records the switches it ran with; `-m 'agents.team=[compiler],[tiling,
+compiler]'` (teams in the short form) runs one campaign per team, each with the members it names."""
 
 import json
 import os
@@ -16,23 +17,13 @@ pytestmark = pytest.mark.slow
 VECTOR_ADD = Path(__file__).resolve().parents[1] / "samples" / "problems" / "vector_add"
 
 
-def test_sweep_over_coordination_presets(tmp_path: Path) -> None:
+def _multirun(tmp_path: Path, *overrides: str) -> Path:
+    """`kernelarc campaign -m` over `overrides` on vector_add, one tiny CPU campaign per job;
+    the sweep dir (jobs 0, 1, ...)."""
     sweep = tmp_path / "sweep"
-    args = [
-        "campaign",
-        "-m",
-        "name=ablation",
-        "coordination=full,none",
-        f"problem={VECTOR_ADD}",
-        "agents.team=[{kind: compiler}]",
-        "budget.candidates=1",
-        "eval.correctness_rounds=1",
-        "eval.warmup=0",
-        "eval.iterations=2",
-        "tracking=none",
-        "device=cpu",
-        f"hydra.sweep.dir={sweep}",
-    ]
+    args = ["campaign", "-m", *overrides, f"problem={VECTOR_ADD}", "budget.candidates=1"]
+    args += ["eval.correctness_rounds=1", "eval.warmup=0", "eval.iterations=2"]
+    args += ["tracking=none", "device=cpu", f"hydra.sweep.dir={sweep}"]
     proc = subprocess.run(
         [sys.executable, "-m", "kernelarc.cli", *args],
         cwd=tmp_path,
@@ -43,6 +34,22 @@ def test_sweep_over_coordination_presets(tmp_path: Path) -> None:
         check=False,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
+    return sweep
+
+
+def test_sweep_over_short_form_teams(tmp_path: Path) -> None:
+    sweep = _multirun(tmp_path, "name=teams", "agents.team=[compiler],[tiling,compiler]")
+    teams = [json.loads((sweep / job / "campaign.json").read_text())["team"] for job in "01"]
+    assert [[(m["name"], m["kind"]) for m in team] for team in teams] == [
+        [("compiler", "compiler")],
+        [("tiling", "tiling"), ("compiler", "compiler")],
+    ]
+
+
+def test_sweep_over_coordination_presets(tmp_path: Path) -> None:
+    sweep = _multirun(
+        tmp_path, "name=ablation", "coordination=full,none", "agents.team=[{kind: compiler}]"
+    )
     arms = {}
     for job in ("0", "1"):
         record = json.loads((sweep / job / "campaign.json").read_text())

@@ -17,13 +17,10 @@ SCRIPT = ROOT / "scripts" / "bench_fidelity.py"
 pytestmark = pytest.mark.slow
 
 
-def test_cpu_run_compares_statuses_and_reports_the_cpu_timing_failure(tmp_path: Path) -> None:
-    official = importlib.util.find_spec("sol_execbench") is not None
-    out, md = tmp_path / "fidelity.json", tmp_path / "fidelity.md"
-    args = ["--device", "cpu", "--problems", "silu_and_mul", "--stages", "correct,wrong"]
-    args += ["--wrong-problem", "silu_and_mul", "--wrong-variants", "plus_half,wrong_shape"]
-    args += ["--rounds", "2", "--jobs", "2", "--budget-s", "900", "--out", str(out)]
-    args += ["--markdown", str(md)]
+def _run_script(
+    args: list[str], cwd: Path, *, timeout_s: float
+) -> "subprocess.CompletedProcess[str]":
+    """The script as a subprocess with this checkout first on PYTHONPATH; it must exit 0."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
@@ -32,12 +29,23 @@ def test_cpu_run_compares_statuses_and_reports_the_cpu_timing_failure(tmp_path: 
         [sys.executable, str(SCRIPT), *args],
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=timeout_s,
         env=env,
         check=False,
-        cwd=tmp_path,
+        cwd=cwd,
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def test_cpu_run_compares_statuses_and_reports_the_cpu_timing_failure(tmp_path: Path) -> None:
+    official = importlib.util.find_spec("sol_execbench") is not None
+    out, md = tmp_path / "fidelity.json", tmp_path / "fidelity.md"
+    args = ["--device", "cpu", "--problems", "silu_and_mul", "--stages", "correct,wrong"]
+    args += ["--wrong-problem", "silu_and_mul", "--wrong-variants", "plus_half,wrong_shape"]
+    args += ["--rounds", "2", "--jobs", "2", "--budget-s", "900", "--out", str(out)]
+    args += ["--markdown", str(md)]
+    done = _run_script(args, tmp_path, timeout_s=900)
     data = json.loads(out.read_text())
     assert "status agreement" in md.read_text() and "status agreement" in done.stdout
     rows = {(r["solution"], r["workload"]): r for r in data["rows"]}
@@ -73,20 +81,7 @@ def test_cv_stage_times_one_kernel_ten_times_on_every_path(tmp_path: Path) -> No
     out = tmp_path / "fidelity.json"
     args = ["--device", "cpu", "--problems", "silu_and_mul", "--stages", "cv"]
     args += ["--budget-s", "600", "--out", str(out)]
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-    }
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-        check=False,
-        cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = _run_script(args, tmp_path, timeout_s=600)
     cv = json.loads(out.read_text())["cv"]
     assert cv["repeats"] == 10
     variants = {"kernelarc", "kernelarc_nojail", "inprocess"}
