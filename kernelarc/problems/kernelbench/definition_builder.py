@@ -114,7 +114,7 @@ def build_problem(spec: ProblemSpec) -> BuiltProblem:
         for i, info in enumerate(base.groups()[group]):
             entry: dict[str, Any] = {"shape": shape(group, i), "dtype": info.dtype}
             if group == "state":
-                entry["description"] = f"Model parameter/buffer `{info.name}`"
+                entry["description"] = f"the Model's {info.kind} `{info.name}`"
             inputs[tensor_names[group][i]] = entry
     outs = {
         outputs[i]: {"shape": shape("output", i), "dtype": info.dtype}

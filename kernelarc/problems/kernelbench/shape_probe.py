@@ -51,6 +51,8 @@ class TensorInfo:
     name: str
     shape: tuple[int, ...] | None
     dtype: str
+    kind: str = "forward input"
+    """forward input, parameter, buffer or output."""
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,7 @@ def _tensor_info(name: str, value: Any, what: str) -> TensorInfo:
         if dtype is None:
             msg = f"{what} {name!r} has dtype {value.dtype}, which SOL-ExecBench lacks"
             raise ConversionError(FailureCause.UNSUPPORTED_DTYPE, msg)
-        return TensorInfo(name, tuple(int(s) for s in value.shape), dtype)
+        return TensorInfo(name, tuple(int(s) for s in value.shape), dtype, what)
     scalar = SCALAR_DTYPES.get(type(value))
     if scalar is None or what != "forward input":
         cause = FailureCause.UNSUPPORTED_INPUT
@@ -137,7 +139,7 @@ def _tensor_info(name: str, value: Any, what: str) -> TensorInfo:
             cause = FailureCause.UNSUPPORTED_OUTPUT
         msg = f"{what} {name!r} is a {type(value).__name__}, not a tensor or Python scalar"
         raise ConversionError(cause, msg)
-    return TensorInfo(name, None, scalar)
+    return TensorInfo(name, None, scalar, what)
 
 
 def _outputs(out: Any) -> tuple[TensorInfo, ...]:

@@ -211,9 +211,9 @@ def test_make_inputs_draws_from_the_evaluators_rng_without_reseeding(
     assert all(torch.equal(a, b) for a, b in zip(first, replay, strict=True))
 
 
-def _reference_solution(problem: Problem, path: Path) -> Path:
+def _solution(problem: Problem, path: Path, source: str) -> Path:
     solution = {
-        "name": f"{problem.name}_reference",
+        "name": f"{problem.name}_candidate",
         "definition": problem.name,
         "author": "kernelarc-tests",
         "spec": {
@@ -222,10 +222,18 @@ def _reference_solution(problem: Problem, path: Path) -> Path:
             "entry_point": "kernel.py::run",
             "destination_passing_style": False,
         },
-        "sources": [{"path": "kernel.py", "content": problem.definition.reference}],
+        "sources": [{"path": "kernel.py", "content": source}],
     }
     path.write_text(json.dumps(solution))
     return path
+
+
+def _eval_statuses(problem: Problem, solution: Path, cwd: Path) -> tuple[list[str], str]:
+    proc = run_kernelarc(
+        ["eval", str(problem.path), "--solution", str(solution), "--device", "cpu", "--json"], cwd
+    )
+    traces = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    return [t["evaluation"]["status"] for t in traces], proc.stderr[-2000:]
 
 
 @pytest.mark.slow
@@ -234,17 +242,32 @@ def test_reference_passes_as_its_own_solution_in_kernelarc_eval(
     imported: Imported, name: str, tmp_path: Path
 ) -> None:
     problem = _problem(imported, name)
-    solution = _reference_solution(problem, tmp_path / "solution.json")
-    proc = run_kernelarc(
-        ["eval", str(problem.path), "--solution", str(solution), "--device", "cpu", "--json"],
-        tmp_path,
-    )
-    traces = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    statuses = [t["evaluation"]["status"] for t in traces]
-    assert proc.returncode == 0 and statuses == ["PASSED"] * len(problem.workloads), (
-        statuses,
-        proc.stderr[-2000:],
-    )
+    solution = _solution(problem, tmp_path / "solution.json", problem.definition.reference)
+    statuses, stderr = _eval_statuses(problem, solution, tmp_path)
+    assert statuses == ["PASSED"] * len(problem.workloads), (statuses, stderr)
+
+
+HAND_WRITTEN = """
+import torch
+
+
+def run(x, linear_weight, linear_bias):
+    return torch.tanh(torch.nn.functional.linear(x, linear_weight, linear_bias) * SCALE)
+"""
+
+
+@pytest.mark.slow
+def test_a_hand_written_kernel_is_judged_on_the_converted_problem(
+    imported: Imported, tmp_path: Path
+) -> None:
+    # What a candidate sees: plain tensors named as in the definition, KernelBench's numerics.
+    problem = _problem(imported, "kb_l2_1_linear_scale_tanh")
+    right = _solution(problem, tmp_path / "right.json", HAND_WRITTEN.replace("SCALE", "0.5"))
+    statuses, stderr = _eval_statuses(problem, right, tmp_path)
+    assert statuses == ["PASSED"] * len(problem.workloads), (statuses, stderr)
+    wrong = _solution(problem, tmp_path / "wrong.json", HAND_WRITTEN.replace("SCALE", "0.6"))
+    statuses, _ = _eval_statuses(problem, wrong, tmp_path)
+    assert statuses == ["INCORRECT_NUMERICAL"] * len(problem.workloads)
 
 
 def test_bad_arguments_exit_2(tmp_path: Path) -> None:
