@@ -122,7 +122,8 @@ def test_conv_parameters_are_inputs_and_output_sizes_are_bound_per_workload(
 def test_tied_constants_and_a_0d_output(imported: Imported) -> None:
     definition = _problem(imported, "kb_l1_5_hinge_style_loss").definition
     assert list(definition.axes) == ["batch_size"]
-    assert definition.inputs["predictions"].shape == ["batch_size", "batch_size"]
+    assert definition.inputs["scores"].shape == ["batch_size", "batch_size"]
+    assert definition.inputs["signs"].shape == ["batch_size"]
     assert definition.outputs["output"].shape == []
 
 

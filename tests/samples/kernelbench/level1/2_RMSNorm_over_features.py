@@ -14,8 +14,8 @@ class Model(nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        rms = torch.sqrt(torch.mean(x * x, dim=1, keepdim=True) + self.eps)
-        return x / rms
+        inverse = torch.rsqrt(x.pow(2).mean(1, keepdim=True) + self.eps)
+        return x * inverse
 
 
 batch_size = 8

@@ -4,24 +4,27 @@ import torch.nn as nn
 
 class Model(nn.Module):
     """
-    A hinge-style loss whose inputs broadcast against each other, so its two size constants
-    only work when they stay equal; returns a 0-d tensor (a KernelArc test sample).
+    A margin loss over scores and +-1 signs whose inputs broadcast against each other, so its two
+    size constants only work when they stay equal; returns a 0-d tensor (a KernelArc test sample).
     """
 
-    def __init__(self):
+    def __init__(self, margin):
         super(Model, self).__init__()
+        self.margin = margin
 
-    def forward(self, predictions, targets):
-        return torch.mean(torch.clamp(1 - predictions * targets, min=0))
+    def forward(self, scores, signs):
+        return torch.relu(self.margin - scores * signs).mean()
 
 
 batch_size = 1024
-input_shape = (1024,)
+row_shape = (1024,)
+margin = 0.75
 
 
 def get_inputs():
-    return [torch.rand(batch_size, *input_shape), torch.randint(0, 2, (batch_size,)).float() * 2 - 1]
+    signs = torch.where(torch.rand(batch_size) < 0.5, -1.0, 1.0)
+    return [torch.rand(batch_size, *row_shape), signs]
 
 
 def get_init_inputs():
-    return []
+    return [margin]
