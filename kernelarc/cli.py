@@ -20,6 +20,7 @@ from rich.table import Table
 
 from kernelarc import __version__
 from kernelarc.errors import ConfigError, KernelarcError
+from kernelarc.problems_cli import add_problems_parser
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +34,7 @@ examples:
   kernelarc export outputs/kernelarc/2026-12-02_10-00-00 --out exports/
   kernelarc sync outputs/kernelarc/2026-12-02_10-00-00
   kernelarc report multirun/kernelarc/2026-12-02_10-00-00 --out reports/ablation
+  kernelarc problems import kernelbench ~/KernelBench/KernelBench --out kb_problems
 run `kernelarc campaign --help` for every campaign setting.
 """
 
@@ -152,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_sync(ns)
         if ns.command == "report":
             return _cmd_report(ns)
+        if ns.command == "problems":
+            from kernelarc.problems_cli import run_problems_command
+
+            return run_problems_command(ns)
     except KernelarcError as exc:
         Console(stderr=True).print(
             f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True
@@ -171,7 +177,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"kernelarc {__version__}")
     sub = parser.add_subparsers(
-        dest="command", metavar="{campaign,resume,eval,export,replay,sync,report}"
+        dest="command", metavar="{campaign,resume,eval,export,replay,sync,report,problems}"
     )
     sub.add_parser("campaign", help="run a campaign (Hydra overrides follow; see its --help)")
     res = sub.add_parser(
@@ -284,6 +290,7 @@ def _build_parser() -> argparse.ArgumentParser:
     ex.add_argument(
         "--verify-timeout", type=float, default=600.0, help="seconds per problem for --verify"
     )
+    add_problems_parser(sub)
     return parser
 
 
