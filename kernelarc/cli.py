@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         from kernelarc.campaign_cli import run_hydra_campaign
 
         return run_hydra_campaign([f"resume={args[1]}", *args[2:]])
-    parser = _build_parser()
+    parser = build_parser()
     ns = parser.parse_args(args)
     if ns.command is None:
         parser.print_help()
@@ -197,7 +197,8 @@ def _shell_completion(args: list[str]) -> int:
     return run_hydra_campaign(args, prog="kernelarc")
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every command but `campaign`, which Hydra parses."""
     fmt = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
         prog="kernelarc",
