@@ -5,11 +5,14 @@ exists on a terminal, which a test's pipes are not.
 """
 
 import io
+import logging
+import sys
 
+import pytest
 from rich.console import Console
 
 from kernelarc.campaign import CampaignState
-from kernelarc.campaign_console import CampaignConsole
+from kernelarc.campaign_console import CampaignConsole, CurrentStderrHandler
 from kernelarc.config import AgentsConfig, CampaignConfig
 from kernelarc.schema import Verdict
 from tests.tracking.conftest import build_attempt
@@ -39,3 +42,14 @@ def test_an_llm_team_shows_model_tokens_and_cost() -> None:
     table = _live_table(cfg)
     for column in ("model", "tokens", "cost"):
         assert column in table
+
+
+def test_console_log_records_go_to_the_current_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the live table runs, Rich replaces sys.stderr to print above the table; a handler
+    holding the original stream wrote into the table's last line instead."""
+    handler = CurrentStderrHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+    replaced = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", replaced)
+    handler.emit(logging.LogRecord("x", logging.WARNING, __file__, 1, "roofline: %s", ("n",), None))
+    assert replaced.getvalue() == "WARNING: roofline: n\n"
