@@ -269,7 +269,7 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
         tracker.start_campaign(**opening)
     status, summary_metrics = "FAILED", {}
     started = time.monotonic()
-    view = CampaignConsole(cfg, console)
+    view = CampaignConsole(cfg, console, resolve_device(cfg.device))
     try:
         with view:
             summary = run_campaign(cfg, run_dir, tracker, view.on_attempt, on_idle=view.on_idle)

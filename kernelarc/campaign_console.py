@@ -61,9 +61,10 @@ class CurrentStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
 class CampaignConsole:
     """The console view of one campaign (a context manager around `run_campaign`)."""
 
-    def __init__(self, cfg: CampaignConfig, console: Console) -> None:
+    def __init__(self, cfg: CampaignConfig, console: Console, device: str = "") -> None:
         self.cfg = cfg
         self.console = console
+        self.device = device
         self.idle: dict[str, str] = {}
         """Agent -> why it does not apply (said once each)."""
         self._llm = any(getattr(spec, "kind", "") == "llm" for spec in cfg.agents.team)
@@ -80,10 +81,14 @@ class CampaignConsole:
     def __enter__(self) -> "CampaignConsole":
         self._started = self._last_line = time.monotonic()
         if self.console.is_terminal:
+            if self.device == "cpu":
+                self.console.print(CPU_TIMING_NOTE, markup=False, highlight=False)
             self._live = Live(self._table(None), console=self.console, refresh_per_second=2)
             self._live.__enter__()
             return self
         self._say(f"campaign {self.cfg.name} on {self.cfg.problem}: {self._coordination()}")
+        if self.device == "cpu":
+            self._say(CPU_TIMING_NOTE)
         self._ticker = threading.Thread(target=self._tick, name="progress", daemon=True)
         self._ticker.start()
         return self

@@ -58,6 +58,8 @@ def _unknown(key: str) -> str | None:
         if not (isinstance(node, type) and dataclasses.is_dataclass(node)):
             return None  # below a free-form value (a mapping, a list): Hydra decides
         fields = {f.name: f for f in dataclasses.fields(node)}
+        if "[" in part:
+            return None  # an indexed key: Hydra's grammar decides
         if part not in fields:
             parent = ".".join(parts[:depth])
             return _message(key, parent, list(fields))

@@ -133,6 +133,7 @@ def test_a_piped_campaign_prints_progress_and_one_correct_next_steps_block(
     lines = err.splitlines()
     progress = [line for line in lines if line.startswith("[")]
     assert any("budget 0/1: evaluating the first candidates" in line for line in progress)
+    assert "CPU timings (cpu_monotonic): a pipeline check, not kernel performance" in progress[1]
     assert any("attempt 1/1 by compiler: PASSED" in line for line in progress)
     assert not any(ch in err for ch in "…│┃━"), "piped output is plain and complete"
     assert (
