@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
-_COMMANDS = ("campaign", "resume", "eval", "export", "replay", "sync", "report")
+_COMMANDS = ("campaign", "resume", "eval", "export", "replay", "sync", "report", "problems")
 
 
 def _shell_completion(args: list[str]) -> int:

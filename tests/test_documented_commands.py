@@ -13,7 +13,7 @@ from kernelarc.cli import build_parser
 from tests.kernelarc_command import SAMPLES, run_kernelarc
 
 ROOT = Path(__file__).resolve().parents[1]
-COMMANDS = ("campaign", "resume", "eval", "export", "replay", "sync", "report")
+COMMANDS = ("campaign", "resume", "eval", "export", "replay", "sync", "report", "problems")
 
 
 def _readme_examples() -> list[str]:
