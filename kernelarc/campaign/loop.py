@@ -98,6 +98,9 @@ class CampaignState:
     """Drafted proposals accepted into the budget."""
     roster: tuple[tuple[str, str], ...] = ()
     """(name, strategy) of every agent of the team, in team order."""
+    stopped: bool = False
+    """Set when the campaign is stopped from outside (Ctrl-C): no attempt is recorded after it,
+    so an evaluation cut short by the shutdown is not mistaken for a result."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     guard_lock: threading.Lock = field(default_factory=threading.Lock)
     """Held while a passing candidate is judged: the incumbent is stable meanwhile."""
@@ -109,6 +112,12 @@ class CampaignState:
 
 
 ProgressCallback = Callable[[Attempt, CampaignState], None]
+IdleCallback = Callable[[str, str], None]
+"""Called once per agent that proposes nothing at all, with its name and the reason."""
+
+
+class CampaignStopped(Exception):
+    """Raised in an agent's thread when the campaign was stopped (CampaignState.stopped)."""
 
 
 @dataclass(frozen=True)
@@ -141,10 +150,16 @@ def run_campaign(
     tracker: Tracker,
     on_attempt: ProgressCallback | None = None,
     team: list[Agent] | None = None,
+    on_idle: IdleCallback | None = None,
 ) -> CampaignSummary:
     """Run one campaign into `run_dir` and return its summary.
 
-    `team` replaces the team built from `cfg.agents.team` (scripted agents in tests).
+    `team` replaces the team built from `cfg.agents.team` (scripted agents in tests);
+    `on_idle(agent, reason)` hears of each agent that does not apply to the problem.
+
+    A KeyboardInterrupt (Ctrl-C) while the agents run sets `state.stopped`, so nothing more is
+    recorded, closes the executor (which ends the evaluations in flight) and propagates;
+    campaign.json then still says RUNNING: the caller marks it (campaign_cli).
 
     With `cfg.resume` set, `run_dir` is that killed campaign's run dir and the campaign goes on
     from its attempts.jsonl (restore.py): the budget they spent, the incumbent, the conclusions
@@ -227,6 +242,7 @@ def run_campaign(
     worker = _AgentWorker(
         cfg, problem, device, executor, state, log, tracker, on_attempt, coordinator, ceiling
     )
+    worker.on_idle = on_idle
     threads = [
         threading.Thread(target=worker.run, args=(agent,), name=f"agent-{agent.name}", daemon=True)
         for agent in team
@@ -238,6 +254,10 @@ def run_campaign(
         for thread in threads:
             thread.join()
         wall_s = time.monotonic() - started
+    except BaseException:
+        with state.lock:
+            state.stopped = True  # before the executor closes: a cut-short run is no attempt
+        raise
     finally:
         # Warm sandboxes (the Docker pool) and Ray actors hold resources until closed.
         executor.close()
@@ -339,6 +359,7 @@ class _AgentWorker:
         self.log = log
         self.tracker = tracker
         self.on_attempt = on_attempt
+        self.on_idle: IdleCallback | None = None
         self.coordinator = coordinator
         # Proposal concurrency, separate from the evaluation slots above.
         limit = cfg.budget.max_proposing
@@ -353,7 +374,18 @@ class _AgentWorker:
 
     def run(self, agent: Agent) -> None:
         """Propose, evaluate, record and conclude until the budget is spent or the agent stops."""
+        try:
+            self._run(agent)
+        except CampaignStopped:
+            return
+        except Exception:
+            if self.state.stopped:  # the shutdown broke an evaluation: not this agent's fault
+                return
+            raise
+
+    def _run(self, agent: Agent) -> None:
         duplicates = 0
+        proposed = 0
         while True:
             with self.state.lock:
                 if self.state.aborted or self.state.reserved >= self.state.budget:
@@ -367,7 +399,9 @@ class _AgentWorker:
                 return
             if proposal is None:
                 logger.info("agent %s has nothing new to propose", agent.name)
+                self._report_idle(agent, proposed)
                 return
+            proposed += 1
             proposal = self.coordinator.stamp(proposal, ctx)
             with self.state.lock:
                 if proposal.id in self.state.seen_ids:
@@ -386,6 +420,15 @@ class _AgentWorker:
                 self.state.drafts += int(proposal.draft)
             attempt = self._screen_evaluate_and_record(proposal, ordinal)
             self._conclude(agent, attempt)
+
+    def _report_idle(self, agent: Agent, proposed: int) -> None:
+        """Tell `on_idle` why an agent that never proposed does not apply (if it says)."""
+        reason_of = getattr(agent, "idle_reason", None)
+        if proposed or self.on_idle is None or not callable(reason_of):
+            return
+        reason = reason_of()
+        if isinstance(reason, str) and reason:
+            self.on_idle(agent.name, reason)
 
     def _context(self, agent: str) -> AgentContext:
         """The agent's context (under the state lock)."""
@@ -529,6 +572,8 @@ class _AgentWorker:
         """Judge, append to attempts.jsonl, update state and coordination, then report (under
         the state lock)."""
         state = self.state
+        if state.stopped:
+            raise CampaignStopped
         score: Score | None = score_traces(result.traces) if result is not None else None
         incumbent_speedup = state.best_speedup
         judgement = _judge(score, record, incumbent_speedup)

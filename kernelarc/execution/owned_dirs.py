@@ -11,6 +11,12 @@ outlive its process the way a pid can be reused; it also holds across PID namesp
 dir. The lock file is locked before it gets its name (created under a temporary name, then
 renamed), so a sweep never finds a live host's lock free.
 
+When the host process exits normally, `release_host_locks` (atexit) removes its lock files
+whose dirs are all gone (its sandboxes' `close()` removed them), so an ordinary run leaves
+nothing in the temp dir; a lock whose host still has a dir there stays for the sweep. The
+file is unlinked while it is still locked: a sweep that opened it meanwhile finds either the
+name gone or the lock held, and an owner name is never used twice.
+
 `sweep_stale(root, kinds)` (every sandbox runs it when it is created, for the kinds of dir it
 makes: LocalSandbox `eval`, DockerSandbox `pool`) takes each host lock in `root` that it can:
 its owner is dead, so the dirs of those kinds named for it are removed (as this process: root
@@ -23,6 +29,7 @@ not symlinks or files, not a lock file whose dirs could not all be removed (a la
 again).
 """
 
+import atexit
 import contextlib
 import fcntl
 import logging
@@ -72,26 +79,31 @@ def host_owner(root: Path) -> str:
     Raises:
         OSError: the lock file cannot be made in `root`.
     """
+    with _lock:
+        return _take_host_lock(root)
+
+
+def _take_host_lock(root: Path) -> str:
+    """`host_owner` with `_lock` held."""
     global _owner
     key = str(root)
-    with _lock:
-        if not _owner:
-            _owner = f"{os.getpid()}-{secrets.token_hex(4)}"
-        if key not in _held:
-            final = root / f"kernelarc_host_{_owner}.lock"
-            building = final.with_name(final.name + ".new")
-            flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-            fd = os.open(building, flags, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                building.rename(final)
-            except BaseException:
-                os.close(fd)
-                with contextlib.suppress(OSError):
-                    building.unlink()
-                raise
-            _held[key] = fd
-        return _owner
+    if not _owner:
+        _owner = f"{os.getpid()}-{secrets.token_hex(4)}"
+    if key not in _held:
+        final = root / f"kernelarc_host_{_owner}.lock"
+        building = final.with_name(final.name + ".new")
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(building, flags, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            building.rename(final)
+        except BaseException:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                building.unlink()
+            raise
+        _held[key] = fd
+    return _owner
 
 
 def make_owned_dir(kind: DirKind, root: Path) -> Path:
@@ -101,8 +113,48 @@ def make_owned_dir(kind: DirKind, root: Path) -> Path:
     Raises:
         OSError: the lock file or the dir cannot be made.
     """
-    owner = host_owner(root)
-    return Path(tempfile.mkdtemp(prefix=f"kernelarc_{kind}_{owner}_", dir=root))
+    # Under the lock, so `release_host_locks` never removes a lock a new dir needs.
+    with _lock:
+        owner = _take_host_lock(root)
+        return Path(tempfile.mkdtemp(prefix=f"kernelarc_{kind}_{owner}_", dir=root))
+
+
+def release_host_locks() -> list[Path]:
+    """Remove this process's host lock files that no dir of this host needs any more (run at
+    exit); the ones removed. A lock with a dir of this host beside it stays (and stays held
+    until the process ends), so the sweep after it removes both."""
+    removed: list[Path] = []
+    with _lock:
+        if not _owner:
+            return removed
+        for key, fd in list(_held.items()):
+            root = Path(key)
+            lock_path = root / f"kernelarc_host_{_owner}.lock"
+            if _has_dirs(root, _owner):
+                continue
+            with contextlib.suppress(OSError):
+                lock_path.unlink()  # still locked by this process: no sweep can be inside
+                removed.append(lock_path)
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            del _held[key]
+    return removed
+
+
+def _has_dirs(root: Path, owner: str) -> bool:
+    """Whether a dir of `owner` is in `root` (or `root` cannot be listed: keep the lock)."""
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return True
+    for entry in entries:
+        found = _DIR.fullmatch(entry.name)
+        if found and found.group(2) == owner:
+            return True
+    return False
+
+
+atexit.register(release_host_locks)
 
 
 def sweep_stale(

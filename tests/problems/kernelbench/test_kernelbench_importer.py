@@ -312,7 +312,7 @@ def test_cli_help_and_import_stay_light(tmp_path: Path) -> None:
     assert proc.returncode == 0 and "examples:" in proc.stdout
     code = (
         "import sys, kernelarc.cli\n"
-        "kernelarc.cli._build_parser()\n"
+        "kernelarc.cli.build_parser()\n"
         "import kernelarc.problems.kernelbench.importer\n"
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
     )
