@@ -22,6 +22,7 @@ the same setting produce the same proposal id and it is evaluated once.
 
 from typing import Any
 
+from kernelarc.agents.generated_space import GeneratedContext, generated_space, render_generated
 from kernelarc.agents.knob_search import Knobs, KnobSpace
 from kernelarc.agents.proposals import build_proposal
 from kernelarc.agents.strategy_agent import KnobStrategyAgent
@@ -33,14 +34,25 @@ from kernelarc.schema import Language, Proposal
 
 
 class TritonStrategyAgent(KnobStrategyAgent):
-    """A strategy that searches its knobs of the problem's fused Triton template."""
+    """A strategy that searches its knobs of a fused Triton kernel for the problem: the
+    hand-written template of the problem's family when one fits, else the kernels the generator
+    makes from the traced reference (`generated_space.py`)."""
 
     def space_for(self, problem: Problem, device: str) -> tuple[KnobSpace, Any] | str:
-        """The template's knob space (every strategy sees all knobs, searches its own)."""
-        return triton_space(problem, device)
+        """The template's knob space, else the generated kernels' (every strategy sees all
+        knobs, searches its own)."""
+        found = triton_space(problem, device)
+        if not isinstance(found, str):
+            return found
+        generated = generated_space(problem, device)
+        if isinstance(generated, str):
+            return f"{found}; {generated}"
+        return generated
 
     def render(self, problem: Problem, extra: Any, space: KnobSpace, setting: Knobs) -> Proposal:
         """The fused kernel at one setting."""
+        if isinstance(extra, GeneratedContext):
+            return self._render_generated(problem, extra, space, setting)
         family = space.family.removeprefix("triton/")
         ints = {name: int(value) for name, value in setting.items()}
         tag = knob_tag(ints)
@@ -56,6 +68,30 @@ class TritonStrategyAgent(KnobStrategyAgent):
             tag=f"{family}-{tag}",
             knobs=knobs,
             rationale=f"{self.strategy}: fused Triton {family} kernel, knobs {tag}",
+        )
+
+    def _render_generated(
+        self, problem: Problem, context: GeneratedContext, space: KnobSpace, setting: Knobs
+    ) -> Proposal:
+        ints = {name: int(value) for name, value in setting.items()}
+        tag = knob_tag(ints)
+        summary = context.probe.summary()
+        header = (
+            f"KernelArc generated Triton kernels for {problem.name} (from the traced reference): "
+            f"{tag}.\n\n{summary}."
+        )
+        generated = render_generated(context, setting, header)
+        knobs: dict[str, str | int | float | bool] = {"space": space.family, "template": "gen"}
+        knobs.update(ints)
+        return build_proposal(
+            problem=problem.name,
+            agent=self.name,
+            strategy=self.strategy,
+            language=Language.TRITON,
+            source=generated.source,
+            tag=f"gen-{tag}",
+            knobs=knobs,
+            rationale=f"{self.strategy}: generated Triton ({summary}), knobs {tag}",
         )
 
 
@@ -78,10 +114,19 @@ class PipeliningAgent(TritonStrategyAgent):
 
 
 class FusionAgent(TritonStrategyAgent):
-    """Fusion: brings the single fused kernel in; searches the template's fusion knobs, or every
-    knob of the fused kernel when the template exposes none."""
+    """Fusion: brings the fused kernels in. It searches the generated kernels of the traced
+    reference (whole-graph fusion) even where a hand-written template fits, so both families
+    compete; its knobs are the fusion knobs, or every knob with a choice when there is none."""
 
     strategy = "fusion"
+
+    def space_for(self, problem: Problem, device: str) -> tuple[KnobSpace, Any] | str:
+        """The generated kernels' space, else the template's."""
+        generated = generated_space(problem, device)
+        if not isinstance(generated, str):
+            return generated
+        found = triton_space(problem, device)
+        return f"{generated}; {found}" if isinstance(found, str) else found
 
     def owned(self, space: KnobSpace) -> tuple[str, ...]:
         """Fusion knobs, else all knobs with a choice."""

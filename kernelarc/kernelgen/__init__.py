@@ -1,0 +1,160 @@
+"""The kernel generator: Triton solutions for any reference, from its traced operator graph.
+
+Place in the flow: an offline strategy agent gets a problem's `TraceSet` (the reference traced
+at every workload by `python -m kernelarc.tracing`, see `traces.py`), asks `generate` for the
+solution source at one knob setting, and proposes it. Pure: no torch, no triton imported here;
+the generated source imports them when it runs in the sandbox.
+
+Pipeline per workload graph: decode and lower (`graph_ir`), schedule into torch calls and fused
+kernels (`schedule`, `emit`), render one plan per workload plus a dispatch on the input
+signature with the reference as fallback (`solution_source`).
+"""
+
+from collections import Counter
+from dataclasses import dataclass
+
+from kernelarc.kernelgen.graph_ir import MATMUL_TARGETS, GenerationError, build_graph
+from kernelarc.kernelgen.knobs import (
+    GEMM_KNOBS,
+    KNOB_VALUES,
+    POINTWISE_KNOBS,
+    REDUCTION_KNOBS,
+    Device,
+    GenKnobs,
+    default_knobs,
+    launch_for,
+)
+from kernelarc.kernelgen.schedule import ExternStep, KernelStep, schedule_graph
+from kernelarc.kernelgen.solution_source import WorkloadPlan, render_solution
+from kernelarc.kernelgen.space import GemmSpace
+from kernelarc.schema import Definition
+from kernelarc.schema.op_graph import TraceSet
+
+__all__ = [
+    "KNOB_VALUES",
+    "Device",
+    "GenKnobs",
+    "Generated",
+    "GenerationError",
+    "default_knobs",
+    "generate",
+    "relevant_knobs",
+]
+
+
+@dataclass(frozen=True)
+class Generated:
+    """A generated solution source and what it consists of."""
+
+    source: str
+    planned: tuple[str, ...]
+    """Workload uuids with a generated plan (the others run the reference)."""
+    kernels: int
+    """Fused kernels per call (the most over the plans)."""
+    kinds: frozenset[str]
+    """Kinds of the kernels: pointwise, reduction, gemm."""
+    matmuls: bool
+    """The graph has a matmul (as a GEMM kernel or a torch call)."""
+    float32_matmuls: bool
+    """Some matmul computes in float32 (the dot precision knob applies)."""
+    externs: tuple[str, ...]
+    """Torch operators called (not fused), most frequent first."""
+    notes: tuple[str, ...]
+    """What the generated code does differently from the reference, if anything."""
+    skipped: tuple[str, ...]
+    """`uuid: reason` of workloads without a plan."""
+
+    def summary(self) -> str:
+        """One line: kernels, torch calls, coverage."""
+        calls = ", ".join(self.externs) if self.externs else "no torch calls"
+        kind = "/".join(sorted(self.kinds)) or "no"
+        return (
+            f"{self.kernels} fused {kind} kernel(s) per call, {calls}; "
+            f"plans for {len(self.planned)} workload(s)"
+        )
+
+
+def generate(
+    definition: Definition,
+    traces: TraceSet,
+    knobs: GenKnobs,
+    device: Device,
+    header: str,
+) -> Generated:
+    """The solution at one knob setting.
+
+    Raises:
+        GenerationError: no traced workload could be scheduled (the message gives the first
+            reason per workload).
+    """
+    plans: list[WorkloadPlan] = []
+    skipped: list[str] = []
+    notes: list[str] = []
+    for traced in traces.workloads:
+        if traced.graph is None:
+            skipped.append(f"{traced.uuid}: trace failed: {traced.error}")
+            continue
+        try:
+            graph = build_graph(traced.graph)
+            sched = schedule_graph(
+                graph,
+                lambda space: launch_for(space, knobs, device),
+                fuse_gemm=bool(knobs.get("FUSE_GEMM", 0)),
+            )
+        except GenerationError as exc:
+            skipped.append(f"{traced.uuid}: {exc}")
+            continue
+        notes.extend(n for n in graph.notes if n not in notes)
+        plans.append(WorkloadPlan(traced.uuid, graph, sched))
+    if not plans:
+        reasons = "; ".join(dict.fromkeys(s.split(": ", 1)[1] for s in skipped))
+        raise GenerationError(reasons or "no workload was traced")
+    source = render_solution(definition, plans, header)
+    externs: Counter[str] = Counter()
+    kernels = 0
+    kinds: set[str] = set()
+    matmuls = f32_matmuls = False
+    for plan in plans:
+        steps = plan.schedule.steps
+        kernels = max(kernels, sum(isinstance(s, KernelStep) for s in steps))
+        for step in steps:
+            if isinstance(step, ExternStep):
+                externs[plan.graph.nodes[step.node].target] += 1
+            else:
+                kinds.add(_kernel_kind(step))
+        for node in plan.graph.nodes.values():
+            if node.target in MATMUL_TARGETS:
+                matmuls = True
+                f32_matmuls = f32_matmuls or node.meta.dtype == "float32"
+    return Generated(
+        source=source,
+        planned=tuple(p.uuid for p in plans),
+        kernels=kernels,
+        kinds=frozenset(kinds),
+        matmuls=matmuls,
+        float32_matmuls=f32_matmuls,
+        externs=tuple(name for name, _ in externs.most_common()),
+        notes=tuple(notes),
+        skipped=tuple(skipped),
+    )
+
+
+def _kernel_kind(step: KernelStep) -> str:
+    if isinstance(step.space, GemmSpace):
+        return "gemm"
+    return "reduction" if step.space.is_reduction else "pointwise"
+
+
+def relevant_knobs(generated: Generated) -> tuple[str, ...]:
+    """The knobs that change this solution (at some setting of the others)."""
+    names: list[str] = []
+    if "pointwise" in generated.kinds:
+        names.extend(POINTWISE_KNOBS)
+    if "reduction" in generated.kinds:
+        names.extend(REDUCTION_KNOBS)
+    if generated.matmuls:
+        names.append("FUSE_GEMM")
+        names.extend(GEMM_KNOBS)
+        if generated.float32_matmuls:
+            names.append("DOT_PRECISION")
+    return tuple(names)

@@ -1,0 +1,261 @@
+"""The pointwise and reduction kernel emitter.
+
+Place in the flow: the scheduler (`schedule.py`) gives a kernel its roots and its `Space`;
+`KernelEmitter.emit` writes it. Roots are pulled at their store index (`values.py`); a reduction
+is available only at the kernel's own x-index (its row), otherwise `NeedMaterialize` tells the
+scheduler to give it a kernel of its own. The scan before emitting finds every reduction the
+roots need, so they can be computed first.
+
+Reductions run before the stores: all at once on a [XBLOCK, RBLOCK] tile holding whole rows
+(`persistent`), or each in its own loop over RBLOCK-wide chunks, with a last loop for the
+stores; later loops re-read their inputs (as Inductor's looped reductions do).
+"""
+
+from typing import Any
+
+from kernelarc.kernelgen.graph_ir import Graph, Kind, Node, Ref
+from kernelarc.kernelgen.index_expr import flat_index
+from kernelarc.kernelgen.kernel_types import Buffer, KernelSource, Launch, NeedMaterialize
+from kernelarc.kernelgen.pointwise_ops import TL_DTYPE, compute_dtype, to_storage
+from kernelarc.kernelgen.space import CODE_NAMES, R_NAME, X_NAME, Space
+from kernelarc.kernelgen.values import INT32_LIMIT, Index, Scope, Val, ValueEmitter, as_dtype
+
+_INT_BITS = {"int8": 7, "int16": 15, "int32": 31, "int64": 63}
+_REDUCER = {
+    "sum": "tl.sum({t}, 1)",
+    "any": "tl.max({t}, 1)",
+    "max": "tl.max({t}, 1)",
+    "all": "tl.min({t}, 1)",
+    "min": "tl.min({t}, 1)",
+    "prod": "tl.reduce({t}, 1, _kg_mul)",
+}
+
+
+class KernelEmitter(ValueEmitter):
+    """Writes one pointwise or reduction kernel; see the module docstring."""
+
+    def __init__(
+        self,
+        graph: Graph,
+        space: Space,
+        buffers: dict[str, Buffer],
+        computed_here: set[str],
+        launch: Launch,
+        name: str,
+    ) -> None:
+        masks = {X_NAME: "xmask", R_NAME: "rmask"}
+        super().__init__(graph, buffers, computed_here, dict(CODE_NAMES), masks)
+        self.space = space
+        self.launch = launch
+        self.name = name
+        self.max_address = max(space.xnumel * space.rnumel, 1)
+        self._reduced: dict[str, Val] = {}
+
+    def emit(self, roots: list[Ref]) -> KernelSource:
+        """The kernel storing every root (each at its store index)."""
+        targets = []
+        for ref in roots:
+            index = self.space.store_index(tuple(self.graph.meta(ref).shape))
+            if index is None:
+                msg = f"{ref.node} has no place in space {self.space.shape} / {self.space.dims}"
+                raise NeedMaterialize(ref.node, msg)
+            targets.append((ref, index))
+        needed: list[str] = []
+        seen: set[Any] = set()
+        for ref, index in targets:
+            self._scan(ref, index, needed, seen)
+        order = [n for n in self.graph.nodes if n in needed]
+        if self.launch.persistent or not self.space.is_reduction:
+            for name in order:
+                node = self.graph.node(name)
+                source = self.value(node.args[0], self.space.full_index())
+                self._reduced[name] = self._reduce_tile(node, source)
+            for ref, index in targets:
+                self._store(ref, index)
+        else:
+            self._emit_looped(order, targets)
+        return self._assemble([ref for ref, _ in targets])
+
+    def special_value(self, node: Node, index: Index) -> Val:
+        """A reduction's [XBLOCK, 1] result (computed before any store)."""
+        if node.kind == Kind.REDUCTION and node.name in self._reduced:
+            return self._reduced[node.name]
+        raise NeedMaterialize(node.name, f"{node.target} is not computed in this kernel")
+
+    # -- scanning: which reductions the roots need, checked before emitting ------------------
+    def _scan(self, ref: Ref, index: Index, needed: list[str], seen: set[Any]) -> None:
+        key = (ref.node, ref.index, index)
+        if key in seen:
+            return
+        seen.add(key)
+        node = self.graph.node(ref)
+        if self.is_buffer(ref) or node.kind in (Kind.SCALAR, Kind.FACTORY):
+            return
+        if node.kind == Kind.REDUCTION:
+            self._check_reduction(node, index)
+            if node.name not in needed:
+                needed.append(node.name)
+                self._scan(node.args[0], self.space.full_index(), needed, seen)
+            return
+        for arg_ref, arg_index in self.operand_indices(node, index):
+            self._scan(arg_ref, arg_index, needed, seen)
+
+    def _check_reduction(self, node: Node, index: Index) -> None:
+        source_shape = tuple(self.graph.meta(node.args[0]).shape)
+        if source_shape != self.space.shape or node.dims != self.space.dims:
+            msg = f"reduction over {source_shape}/{node.dims} in space {self.space.shape}"
+            raise NeedMaterialize(node.name, msg)
+        if index != self.space.x_index():
+            raise NeedMaterialize(node.name, "read at another index than the kernel's row")
+        if node.reduce_op in ("argmax", "argmin") and not self.launch.persistent:
+            raise NeedMaterialize(node.name, "arg-reductions need whole rows (persistent)")
+
+    # -- reductions --------------------------------------------------------------------------
+    def _emit_looped(self, order: list[str], targets: list[tuple[Ref, Index]]) -> None:
+        for name in order:
+            node = self.graph.node(name)
+            acc = f"acc_{len(self._reduced)}"
+            acc_dtype = _acc_dtype(node)
+            ident = _identity(node.reduce_op, acc_dtype)
+            self.kernel.lines.append(
+                f"{acc} = tl.full([XBLOCK, RBLOCK], {ident}, {TL_DTYPE[acc_dtype]})"
+            )
+            self._open_loop()
+            source = self.value(node.args[0], self.space.full_index())
+            combined = _combine(
+                node.reduce_op, acc, _reduce_input(node.reduce_op, source, acc_dtype)
+            )
+            assert self.loop is not None
+            self.loop.lines.append(f"{acc} = tl.where(xmask & rmask, {combined}, {acc})")
+            self._close_loop()
+            self._reduced[name] = self._finish(node, Val(acc, acc_dtype))
+        rows = [(ref, index) for ref, index in targets if self._is_row_root(ref)]
+        full = [(ref, index) for ref, index in targets if not self._is_row_root(ref)]
+        for ref, index in rows:
+            self._store(ref, index)
+        if full:
+            self._open_loop()
+            for ref, index in full:
+                self._store(ref, index)
+            self._close_loop()
+
+    def _is_row_root(self, ref: Ref) -> bool:
+        count = 1
+        for size in self.graph.meta(ref).shape:
+            count *= size
+        return count == self.space.xnumel and self.space.rnumel != 1
+
+    def _open_loop(self) -> None:
+        self.loop = Scope()
+        self.loop_vars = frozenset({R_NAME})
+
+    def _close_loop(self) -> None:
+        assert self.loop is not None
+        body = self.loop.lines
+        self.kernel.lines.append(f"for roff in range(0, {self.space.rnumel}, RBLOCK):")
+        self.kernel.lines.append("    rindex = roff + rbase")
+        self.kernel.lines.append(f"    rmask = rindex < {self.space.rnumel}")
+        self.kernel.lines.extend(f"    {line}" for line in body or ["pass"])
+        self.loop = None
+        self.loop_vars = frozenset()
+
+    def _reduce_tile(self, node: Node, source: Val) -> Val:
+        acc_dtype = _acc_dtype(node)
+        ident = _identity(node.reduce_op, acc_dtype)
+        value = _reduce_input(node.reduce_op, source, acc_dtype)
+        tile = self.assign(
+            f"tl.where(xmask & rmask, {value}, {ident})", acc_dtype, frozenset({X_NAME, R_NAME})
+        )
+        return self._finish(node, tile)
+
+    def _finish(self, node: Node, tile: Val) -> Val:
+        """The [XBLOCK, 1] result of reducing a masked tile (or a loop's accumulator)."""
+        op = node.reduce_op
+        rows = frozenset({X_NAME})
+        if op in ("argmax", "argmin"):
+            return self.assign(f"tl.{op}({tile.code}, 1)[:, None].to(tl.int64)", "int64", rows)
+        expr = _REDUCER[op].format(t=tile.code) + "[:, None]"
+        if op in ("any", "all"):
+            return self.assign(f"({expr} != 0)", "bool", rows)
+        out_dtype = compute_dtype(node.meta.dtype)
+        return self.assign(as_dtype(Val(expr, tile.dtype), out_dtype), out_dtype, rows)
+
+    # -- stores and assembly -----------------------------------------------------------------
+    def _store(self, ref: Ref, index: Index) -> None:
+        val = self.value(ref, index)
+        meta = self.graph.meta(ref)
+        flat = flat_index(index, tuple(meta.shape))
+        self.max_address = max(self.max_address, flat.max_value() + 1)
+        variables = flat.variables() | val.vars | {X_NAME}
+        pointer = self.pointers.setdefault(ref.node, f"p{len(self.pointers)}")
+        value = to_storage(val.code, val.dtype, meta.dtype)
+        line = f"tl.store({pointer} + ({flat.code(self.names)}), {value}, {self.mask(variables)})"
+        scope = self.loop if (self.loop is not None and R_NAME in variables) else self.kernel
+        scope.lines.append(line)
+
+    def _assemble(self, stores: list[Ref]) -> KernelSource:
+        wide = self.max_address > INT32_LIMIT
+        params = [*self.pointers.values(), *self.scalars.values()]
+        params += ["XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
+        body = []
+        pid = "tl.program_id(0).to(tl.int64)" if wide else "tl.program_id(0)"
+        if self.space.is_reduction:
+            body.append(f"xindex = {pid} * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
+            body.append(f"xmask = xindex < {self.space.xnumel}")
+            body.append("rbase = tl.arange(0, RBLOCK)[None, :]" + (".to(tl.int64)" if wide else ""))
+            if self.launch.persistent:
+                body.append("rindex = rbase")
+                body.append(f"rmask = rindex < {self.space.rnumel}")
+        else:
+            body.append(f"xindex = {pid} * XBLOCK + tl.arange(0, XBLOCK)")
+            body.append(f"xmask = xindex < {self.space.xnumel}")
+        body.extend(self.kernel.lines)
+        lines = ["@triton.jit", f"def {self.name}({', '.join(params)}):"]
+        source = "\n".join(lines + [f"    {line}" for line in body]) + "\n"
+        grid = max(1, -(-self.space.xnumel // self.launch.xblock))
+        return KernelSource(
+            name=self.name,
+            source=source,
+            pointers=list(self.pointers),
+            scalars=list(self.scalars),
+            stores=stores,
+            grid=(grid,),
+            launch=self.launch,
+        )
+
+
+def _identity(op: str, dtype: str) -> str:
+    """The neutral value of a reduction in the accumulator's dtype."""
+    if op in ("sum", "any"):
+        return "0"
+    if op in ("prod", "all"):
+        return "1"
+    if dtype in _INT_BITS:
+        bits = _INT_BITS[dtype]
+        return str(-(2**bits)) if op in ("max", "argmax") else str(2**bits - 1)
+    return 'float("-inf")' if op in ("max", "argmax") else 'float("inf")'
+
+
+def _acc_dtype(node: Node) -> str:
+    if node.reduce_op in ("any", "all"):
+        return "int32"
+    if node.reduce_op in ("argmax", "argmin"):
+        return "float32"
+    return compute_dtype(node.meta.dtype)
+
+
+def _reduce_input(op: str, source: Val, acc_dtype: str) -> str:
+    """What a reduction accumulates: the value itself, or 0/1 for any/all."""
+    if op in ("any", "all"):
+        return f"({source.code} != 0).to(tl.int32)"
+    return as_dtype(source, acc_dtype)
+
+
+def _combine(op: str, acc: str, value: str) -> str:
+    if op == "sum":
+        return f"{acc} + {value}"
+    if op == "prod":
+        return f"{acc} * {value}"
+    if op in ("max", "any"):
+        return f"_kg_max({acc}, {value})"
+    return f"_kg_min({acc}, {value})"

@@ -1,0 +1,95 @@
+"""The knobs of generated kernels, and how a setting becomes each kernel's block sizes.
+
+Place in the flow: the strategy agents search these knobs (as data: `KNOB_VALUES`, with the
+likely winners on Hopper first); `generate` turns a setting into a `Launch` per kernel with
+`launch_for`, fitting it to the kernel's space (blocks never exceed the next power of two of
+the extent, a reduction tile stays within a register budget), so one setting is valid for every
+workload of a problem.
+
+| knob | what it sets |
+| --- | --- |
+| BLOCK_X | elements per program of pointwise kernels |
+| NUM_WARPS | warps of pointwise kernels |
+| ROWS | most rows (x values) per program of reduction kernels |
+| BLOCK_R | chunk width of looped reductions |
+| PERSISTENT_MAX | longest row reduced in registers in one pass (longer rows loop) |
+| NUM_WARPS_RED | warps of reduction kernels |
+| FUSE_GEMM | 1: matmuls are Triton GEMM kernels with their epilogues fused; 0: cuBLAS calls |
+| BLOCK_M, BLOCK_N, BLOCK_K | GEMM tile |
+| GROUP_M | GEMM tiles along M sharing B tiles in L2 |
+| NUM_WARPS_MM, NUM_STAGES | GEMM warps and software-pipeline stages |
+| DOT_PRECISION | float32 GEMM operands: 0 ieee, 1 tf32, 2 tf32x3 (3 tf32 passes, ~fp32 accuracy) |
+"""
+
+from collections.abc import Mapping
+from typing import Literal
+
+from kernelarc.kernelgen.kernel_types import Launch
+from kernelarc.kernelgen.space import GemmSpace, Space
+
+Device = Literal["cpu", "cuda"]
+GenKnobs = Mapping[str, int]
+
+#: Values per knob, most promising first, for CUDA and for Triton's interpreter on the CPU
+#: (which pays per program and per operation, not per element: big blocks only).
+KNOB_VALUES: Mapping[str, Mapping[Device, tuple[int, ...]]] = {
+    "BLOCK_X": {"cuda": (1024, 512, 2048, 4096, 256), "cpu": (16384, 4096)},
+    "NUM_WARPS": {"cuda": (4, 8, 2, 16), "cpu": (4,)},
+    "ROWS": {"cuda": (4, 1, 2, 8, 16, 32, 64), "cpu": (64, 16)},
+    "BLOCK_R": {"cuda": (1024, 512, 2048, 4096, 256), "cpu": (4096, 1024)},
+    "PERSISTENT_MAX": {"cuda": (16384, 4096, 1024, 32768), "cpu": (65536, 4096)},
+    "NUM_WARPS_RED": {"cuda": (8, 4, 16, 2), "cpu": (4,)},
+    "FUSE_GEMM": {"cuda": (1, 0), "cpu": (1, 0)},
+    "BLOCK_M": {"cuda": (128, 64, 256, 32), "cpu": (64,)},
+    "BLOCK_N": {"cuda": (128, 64, 256, 32), "cpu": (64,)},
+    "BLOCK_K": {"cuda": (64, 32, 128), "cpu": (64,)},
+    "GROUP_M": {"cuda": (8, 1, 4, 16), "cpu": (1,)},
+    "NUM_WARPS_MM": {"cuda": (8, 4), "cpu": (4,)},
+    "NUM_STAGES": {"cuda": (3, 4, 2, 5), "cpu": (1,)},
+    "DOT_PRECISION": {"cuda": (0, 2, 1), "cpu": (0, 1)},
+}
+POINTWISE_KNOBS = ("BLOCK_X", "NUM_WARPS")
+REDUCTION_KNOBS = ("ROWS", "BLOCK_R", "PERSISTENT_MAX", "NUM_WARPS_RED")
+GEMM_KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "NUM_WARPS_MM", "NUM_STAGES")
+PRECISIONS = ("ieee", "tf32", "tf32x3")
+
+#: fp32 values one program may hold in its reduction tile (XBLOCK * RBLOCK) before spilling.
+MAX_TILE = {"cuda": 8192, "cpu": 1 << 20}
+
+
+def default_knobs(device: Device) -> dict[str, int]:
+    """The first value of every knob."""
+    return {name: values[device][0] for name, values in KNOB_VALUES.items()}
+
+
+def next_pow2(n: int) -> int:
+    """The smallest power of two >= n (1 for n <= 1)."""
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def launch_for(space: Space | GemmSpace, knobs: GenKnobs, device: Device) -> Launch:
+    """The launch of a kernel of `space` under a knob setting."""
+    if isinstance(space, GemmSpace):
+        return Launch(
+            xblock=min(knobs["BLOCK_M"], max(16, next_pow2(space.m))),
+            rblock=min(knobs["BLOCK_N"], max(16, next_pow2(space.n))),
+            kblock=min(knobs["BLOCK_K"], max(16, next_pow2(space.k))),
+            group_m=knobs["GROUP_M"],
+            num_warps=knobs["NUM_WARPS_MM"],
+            num_stages=knobs["NUM_STAGES"],
+            precision=PRECISIONS[knobs["DOT_PRECISION"]],
+            half_dot=device == "cuda",
+        )
+    if not space.is_reduction:
+        block = min(knobs["BLOCK_X"], next_pow2(space.xnumel))
+        warps = max(1, min(knobs["NUM_WARPS"], block // 64))
+        return Launch(xblock=block, num_warps=warps)
+    row = next_pow2(space.rnumel)
+    persistent = row <= knobs["PERSISTENT_MAX"]
+    rblock = row if persistent else min(knobs["BLOCK_R"], row)
+    budget = max(1, MAX_TILE[device] // rblock)
+    xblock = max(1, min(knobs["ROWS"], next_pow2(space.xnumel), budget))
+    warps = knobs["NUM_WARPS_RED"]
+    # Fewer warps than a tile of one row per thread-vector needs is a waste of threads.
+    warps = max(1, min(warps, (xblock * rblock) // 64 or 1))
+    return Launch(xblock=xblock, rblock=rblock, persistent=persistent, num_warps=warps)

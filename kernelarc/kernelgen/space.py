@@ -1,0 +1,119 @@
+"""The iteration space of one generated kernel.
+
+Place in the flow: the scheduler gives every fused kernel a `Space`: the shape it iterates over
+and the dims it reduces. A pointwise kernel (no reduced dims) runs one flat index `xindex` over
+the shape; a reduction kernel runs `xindex` over the kept dims and `rindex` over the reduced
+ones, a [XBLOCK, RBLOCK] tile per program. `full_index` is the index of the whole shape in those
+two variables; every value of the kernel is pulled at an index derived from it.
+"""
+
+import math
+from dataclasses import dataclass
+
+from kernelarc.kernelgen.index_expr import Lin, Var, flat_index, unflatten
+
+X_NAME = "x"
+R_NAME = "r"
+Z_NAME = "z"
+KA_NAME = "ka"
+KB_NAME = "kb"
+CODE_NAMES = {X_NAME: "xindex", R_NAME: "rindex", Z_NAME: "zindex", KA_NAME: "ka", KB_NAME: "kb"}
+
+
+@dataclass(frozen=True)
+class Space:
+    """A kernel's iteration space."""
+
+    shape: tuple[int, ...]
+    dims: tuple[int, ...] = ()
+    """Reduced dims (sorted); empty for a pointwise kernel."""
+
+    @property
+    def is_reduction(self) -> bool:
+        """Whether the kernel reduces."""
+        return bool(self.dims)
+
+    @property
+    def kept_shape(self) -> tuple[int, ...]:
+        """Sizes of the dims `xindex` runs over."""
+        return tuple(s for i, s in enumerate(self.shape) if i not in self.dims)
+
+    @property
+    def reduced_shape(self) -> tuple[int, ...]:
+        """Sizes of the dims `rindex` runs over."""
+        return tuple(self.shape[d] for d in self.dims)
+
+    @property
+    def xnumel(self) -> int:
+        """Number of values of `xindex`."""
+        return math.prod(self.kept_shape)
+
+    @property
+    def rnumel(self) -> int:
+        """Number of values of `rindex` (1 for a pointwise kernel)."""
+        return math.prod(self.reduced_shape)
+
+    def x_var(self) -> Var:
+        """The program-level variable."""
+        return Var(X_NAME, max(self.xnumel, 1))
+
+    def r_var(self) -> Var:
+        """The reduction variable."""
+        return Var(R_NAME, max(self.rnumel, 1))
+
+    def full_index(self) -> tuple[Lin, ...]:
+        """The index of `shape` that the kernel's (xindex, rindex) stands for."""
+        kept = unflatten(Lin.of(self.x_var()), self.kept_shape)
+        reduced = unflatten(Lin.of(self.r_var()), self.reduced_shape) if self.dims else ()
+        kept_it, reduced_it = iter(kept), iter(reduced)
+        return tuple(
+            next(reduced_it) if i in self.dims else next(kept_it) for i in range(len(self.shape))
+        )
+
+    def x_index(self) -> tuple[Lin, ...]:
+        """The full index with the reduced dims at 0 (a reduction's keepdim output index)."""
+        full = self.full_index()
+        return tuple(Lin() if i in self.dims else full[i] for i in range(len(self.shape)))
+
+    def store_index(self, shape: tuple[int, ...]) -> tuple[Lin, ...] | None:
+        """Where a root of `shape` is stored: the whole space (same element count, row-major
+        order) or one value per `xindex` (element count = xnumel); None when neither fits."""
+        count = math.prod(shape)
+        if count == math.prod(self.shape):
+            return unflatten(flat_index(self.full_index(), self.shape), shape)
+        if self.is_reduction and count == self.xnumel:
+            return unflatten(Lin.of(self.x_var()), shape)
+        return None
+
+
+@dataclass(frozen=True)
+class GemmSpace:
+    """A GEMM kernel's space: [batch,] M x N output tiles, a K loop, anchored on one matmul."""
+
+    anchor: str
+    """The mm / addmm / bmm node."""
+    batch: int
+    m: int
+    n: int
+    k: int
+
+    is_reduction = False
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The matmul's output shape."""
+        return (self.batch, self.m, self.n) if self.batch else (self.m, self.n)
+
+    def output_index(self) -> tuple[Lin, ...]:
+        """The matmul output index the tile stands for (batch `z`, rows `x`, columns `r`)."""
+        rows = Lin.of(Var(X_NAME, self.m))
+        cols = Lin.of(Var(R_NAME, self.n))
+        if self.batch:
+            return (Lin.of(Var(Z_NAME, self.batch)), rows, cols)
+        return (rows, cols)
+
+    def store_index(self, shape: tuple[int, ...]) -> tuple[Lin, ...] | None:
+        """Where a root of `shape` (same element count as the output) is stored."""
+        if math.prod(shape) != math.prod(self.shape):
+            return None
+        return unflatten(flat_index(self.output_index(), self.shape), shape)
