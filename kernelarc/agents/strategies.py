@@ -22,7 +22,12 @@ the same setting produce the same proposal id and it is evaluated once.
 
 from typing import Any
 
-from kernelarc.agents.generated_space import GeneratedContext, generated_space, render_generated
+from kernelarc.agents.generated_space import FAMILY as GENERATED_FAMILY
+from kernelarc.agents.generated_space import (
+    GeneratedContext,
+    generated_space,
+    render_generated,
+)
 from kernelarc.agents.knob_search import Knobs, KnobSpace
 from kernelarc.agents.proposals import build_proposal
 from kernelarc.agents.strategy_agent import KnobStrategyAgent
@@ -129,8 +134,11 @@ class FusionAgent(TritonStrategyAgent):
         return f"{generated}; {found}" if isinstance(found, str) else found
 
     def owned(self, space: KnobSpace) -> tuple[str, ...]:
-        """Fusion knobs, else all knobs with a choice."""
+        """Fusion knobs (in a generated space also how the fused GEMM multiplies, its dot
+        precision), else all knobs with a choice."""
         own = space.owned_by(self.strategy)
+        if space.family == GENERATED_FAMILY:
+            own += space.owned_by("precision")
         return own or tuple(name for name, values in space.options.items() if len(values) > 1)
 
 

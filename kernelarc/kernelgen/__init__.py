@@ -27,6 +27,7 @@ from kernelarc.kernelgen.knobs import (
 from kernelarc.kernelgen.schedule import ExternStep, KernelStep, schedule_graph
 from kernelarc.kernelgen.solution_source import WorkloadPlan, render_solution
 from kernelarc.kernelgen.space import GemmSpace
+from kernelarc.kernelgen.views import VIEW_TARGETS
 from kernelarc.schema import Definition
 from kernelarc.schema.op_graph import TraceSet
 
@@ -119,7 +120,9 @@ def generate(
         kernels = max(kernels, sum(isinstance(s, KernelStep) for s in steps))
         for step in steps:
             if isinstance(step, ExternStep):
-                externs[plan.graph.nodes[step.node].target] += 1
+                target = plan.graph.nodes[step.node].target
+                if target not in VIEW_TARGETS:  # zero-copy torch views are not calls
+                    externs[target] += 1
             else:
                 kinds.add(_kernel_kind(step))
         for node in plan.graph.nodes.values():

@@ -11,6 +11,7 @@ Reductions run before the stores: all at once on a [XBLOCK, RBLOCK] tile holding
 stores; later loops re-read their inputs (as Inductor's looped reductions do).
 """
 
+from dataclasses import replace
 from typing import Any
 
 from kernelarc.kernelgen.graph_ir import Graph, Kind, Node, Ref
@@ -65,6 +66,9 @@ class KernelEmitter(ValueEmitter):
         for ref, index in targets:
             self._scan(ref, index, needed, seen)
         order = [n for n in self.graph.nodes if n in needed]
+        arg = any(self.graph.nodes[n].reduce_op in ("argmax", "argmin") for n in order)
+        if arg and not self.launch.persistent:
+            self.launch = _whole_rows(self.launch, self.space, order[0])
         if self.launch.persistent or not self.space.is_reduction:
             for name in order:
                 node = self.graph.node(name)
@@ -107,8 +111,6 @@ class KernelEmitter(ValueEmitter):
             raise NeedMaterialize(node.name, msg)
         if index != self.space.x_index():
             raise NeedMaterialize(node.name, "read at another index than the kernel's row")
-        if node.reduce_op in ("argmax", "argmin") and not self.launch.persistent:
-            raise NeedMaterialize(node.name, "arg-reductions need whole rows (persistent)")
 
     # -- reductions --------------------------------------------------------------------------
     def _emit_looped(self, order: list[str], targets: list[tuple[Ref, Index]]) -> None:
@@ -189,7 +191,10 @@ class KernelEmitter(ValueEmitter):
         variables = flat.variables() | val.vars | {X_NAME}
         pointer = self.pointers.setdefault(ref.node, f"p{len(self.pointers)}")
         value = to_storage(val.code, val.dtype, meta.dtype)
-        line = f"tl.store({pointer} + ({flat.code(self.names)}), {value}, {self.mask(variables)})"
+        address = flat.code(self.names)
+        if X_NAME not in flat.variables():
+            address += " + 0 * xindex"  # a one-element output: every lane masked but the first
+        line = f"tl.store({pointer} + ({address}), {value}, {self.mask(variables)})"
         scope = self.loop if (self.loop is not None and R_NAME in variables) else self.kernel
         scope.lines.append(line)
 
@@ -222,6 +227,18 @@ class KernelEmitter(ValueEmitter):
             grid=(grid,),
             launch=self.launch,
         )
+
+
+_MAX_ARG_ROW = 1 << 15
+
+
+def _whole_rows(launch: Launch, space: Space, node: str) -> Launch:
+    """A persistent launch for kernels with an arg-reduction (they need whole rows)."""
+    row = 1 << max(space.rnumel - 1, 0).bit_length()
+    if row > _MAX_ARG_ROW:
+        raise NeedMaterialize(node, f"an arg-reduction over rows of {space.rnumel} elements")
+    xblock = max(1, min(launch.xblock, 8192 // row))
+    return replace(launch, rblock=row, xblock=xblock, persistent=True)
 
 
 def _identity(op: str, dtype: str) -> str:

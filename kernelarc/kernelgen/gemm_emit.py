@@ -14,6 +14,7 @@ Float32 operands use the `precision` of the launch (`ieee`, `tf32`, `tf32x3`).
 """
 
 import math
+from dataclasses import replace
 
 from kernelarc.kernelgen.graph_ir import Graph, Kind, Node, Ref
 from kernelarc.kernelgen.index_expr import Lin, Var, flat_index
@@ -93,6 +94,9 @@ class GemmEmitter(ValueEmitter):
         self.loop_vars = frozenset({KA_NAME, KB_NAME})
         a = self._dot_operand(a_ref, (*z, rows, Lin.of(Var(KA_NAME, space.k))))
         b = self._dot_operand(b_ref, (*z, Lin.of(Var(KB_NAME, space.k)), cols))
+        # A dim of extent 1 drops out of the index (it is always 0): widen to the full tile.
+        a = replace(a, code=f"tl.broadcast_to({a.code}, (XBLOCK, KBLOCK))")
+        b = replace(b, code=f"tl.broadcast_to({b.code}, (KBLOCK, RBLOCK))")
         self.loop.lines.append(f"acc = {self._dot(a, b)}")
         self._close_loop()
         acc = Val("acc", "float32", tile)
@@ -157,10 +161,13 @@ class GemmEmitter(ValueEmitter):
         self.max_address = max(self.max_address, flat.max_value() + 1)
         pointer = self.pointers.setdefault(ref.node, f"p{len(self.pointers)}")
         value = to_storage(val.code, val.dtype, meta.dtype)
+        address = flat.code(self.names)
+        # An output dim of extent 1 drops out of the index: keep the pointer a full tile.
+        for var, name in ((X_NAME, "xindex"), (R_NAME, "rindex")):
+            if var not in flat.variables():
+                address += f" + 0 * {name}"
         mask = self.mask({X_NAME, R_NAME})
-        self.kernel.lines.append(
-            f"tl.store({pointer} + ({flat.code(self.names)}), {value}, {mask})"
-        )
+        self.kernel.lines.append(f"tl.store({pointer} + ({address}), {value}, {mask})")
 
     def _assemble(self, stores: list[Ref]) -> KernelSource:
         space = self.space

@@ -71,6 +71,8 @@ class Kind(StrEnum):
 
 REDUCE_OPS = ("sum", "max", "min", "prod", "argmax", "argmin", "any", "all")
 MATMUL_TARGETS = frozenset({"aten.mm.default", "aten.addmm.default", "aten.bmm.default"})
+CONSTANT_TARGET = "kernelarc.constant"
+"""A small tensor constant of the reference (values in args[0], flattened)."""
 PIECEWISE_TARGETS = frozenset({"aten.cat.default", "aten.constant_pad_nd.default"})
 FACTORY_TARGETS = frozenset(
     {
@@ -245,6 +247,11 @@ def _getitem(source: Any, index: int) -> Any:
 def _kind(target: str, outputs: list[TensorMeta | None], multi: bool) -> Kind:
     if multi or len(outputs) != 1 or outputs[0] is None:
         return Kind.EXTERN
+    if target == CONSTANT_TARGET:
+        count = 1
+        for size in outputs[0].shape:
+            count *= size
+        return Kind.FACTORY if count == 1 else Kind.EXTERN
     if target in POINTWISE:
         return Kind.POINTWISE
     if target in VIEW_TARGETS:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelarc.kernelgen.graph_ir import (
+    CONSTANT_TARGET,
     DeviceArg,
     DTypeArg,
     GenerationError,
@@ -101,6 +102,17 @@ def _kg_key(args, baked):
     return tuple(key)
 
 
+_KG_CONSTANTS = {}
+
+
+def _kg_constant(name, values, dtype, shape, device):
+    # A tensor constant of the reference, copied to each device once (never an output).
+    key = (name, device)
+    if key not in _KG_CONSTANTS:
+        _KG_CONSTANTS[key] = torch.tensor(values, dtype=dtype, device=device).reshape(shape)
+    return _KG_CONSTANTS[key]
+
+
 def _kg_strided(tensor, stride):
     # A torch result in the layout the kernels were generated for (copied only if it differs).
     if tuple(tensor.stride()) == stride:
@@ -173,6 +185,13 @@ class _PlanWriter:
 
     def _extern(self, name: str) -> None:
         node = self.graph.nodes[name]
+        if node.target == CONSTANT_TARGET:
+            values = self._arg(node.args[0])
+            self.lines.append(
+                f"{self.var(name)} = _kg_constant({name!r}, {values}, torch.{node.meta.dtype}, "
+                f"{tuple(node.meta.shape)!r}, _kg_dev)"
+            )
+            return
         args = [self._arg(a) for a in node.args]
         args += [f"{k}={self._arg(v)}" for k, v in node.kwargs.items()]
         target = node.target
@@ -181,14 +200,14 @@ class _PlanWriter:
             raise GenerationError(msg)
         call = f"torch.ops.{target}({', '.join(args)})"
         self.lines.append(f"{self.var(name)} = {call}")
-        for index, meta in enumerate(node.metas):
+        for index, out in enumerate(node.metas):
             key = buffer_key(Ref(name, index if node.multi_output else None))
-            if meta is None:
+            if out is None:
                 continue
             if node.multi_output:
                 self.lines.append(f"{self.var(key)} = {self.var(name)}[{index}]")
             if key in self.read_by_kernels:
-                stride = tuple(meta.stride)
+                stride = tuple(out.stride)
                 self.lines.append(f"{self.var(key)} = _kg_strided({self.var(key)}, {stride!r})")
 
     def _kernel(self, step: KernelStep) -> None:
@@ -264,11 +283,15 @@ def rename_reference(source: str) -> tuple[list[str], str]:
     tree.body = [
         n for n in tree.body if not (isinstance(n, ast.ImportFrom) and n.module == "__future__")
     ]
+    for statement in tree.body:
+        if (
+            isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef)
+            and statement.name == "run"
+        ):
+            statement.name = REFERENCE_RUN
     for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "run":
-            node.name = REFERENCE_RUN
-        elif isinstance(node, ast.Name) and node.id == "run":
-            node.id = REFERENCE_RUN
+        if isinstance(node, ast.Name) and node.id == "run":
+            node.id = REFERENCE_RUN  # a use of the module-level `run` (or a local: renamed alike)
     return future, "# The reference, run for inputs no plan was generated for.\n" + ast.unparse(
         tree
     )

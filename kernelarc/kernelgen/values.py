@@ -13,7 +13,15 @@ computed once before the loop. Subclasses supply the values of reductions and ma
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelarc.kernelgen.graph_ir import DTypeArg, Graph, Kind, Node, OtherArg, Ref
+from kernelarc.kernelgen.graph_ir import (
+    CONSTANT_TARGET,
+    DTypeArg,
+    Graph,
+    Kind,
+    Node,
+    OtherArg,
+    Ref,
+)
 from kernelarc.kernelgen.index_expr import IndexExprError, Lin
 from kernelarc.kernelgen.kernel_types import Buffer, NeedMaterialize, buffer_key
 from kernelarc.kernelgen.piecewise import Piece, pieces
@@ -249,8 +257,15 @@ class ValueEmitter:
 
     def _factory(self, node: Node, index: Index) -> Val:
         dtype = node.meta.dtype
-        if node.target in ("aten.full.default", "aten.scalar_tensor.default"):
+        constant = node.target in (
+            "aten.full.default",
+            "aten.scalar_tensor.default",
+            CONSTANT_TARGET,
+        )
+        if constant:
             value = node.args[1] if node.target == "aten.full.default" else node.args[0]
+            if node.target == CONSTANT_TARGET:
+                value = value[0]
             if dtype == "bool":
                 return Val("1" if value else "0", "bool")
             floating = dtype in ("float16", "bfloat16", "float32", "float64")

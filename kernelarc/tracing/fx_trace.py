@@ -167,7 +167,16 @@ def _scalar_tensor_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if dtype.is_floating_point else torch.int64
 
 
+#: Ops whose Inductor decomposition emits Inductor-only prims (registered only when Inductor's
+#: lowerings are imported): kept whole, so a generated solution can call them through torch.
+_KEEP_WHOLE = frozenset(
+    f"aten.{name}.default"
+    for name in ("max_pool2d_with_indices", "max_pool3d_with_indices", "max_pool1d_with_indices")
+)
+
+
 def _make_graph(run: Callable[..., Any], definition: Definition, args: list[Any]) -> GraphModule:
+    import torch._inductor.lowering  # noqa: F401 - some decompositions look lowerings up
     from torch._inductor.decomposition import select_decomp_table
     from torch.func import functionalize
 
@@ -181,10 +190,12 @@ def _make_graph(run: Callable[..., Any], definition: Definition, args: list[Any]
             return tuple(out)
         return (out,)
 
+    table = {op: fn for op, fn in select_decomp_table().items() if str(op) not in _KEEP_WHOLE}
     traced: GraphModule = make_fx(
         functionalize(call, remove="mutations"),
-        decomposition_table=select_decomp_table(),
+        decomposition_table=table,
         tracing_mode="fake",
+        _allow_non_fake_inputs=True,
     )(*args)
     traced.graph.eliminate_dead_code()
     return traced
@@ -206,22 +217,79 @@ def _to_op_graph(
         inputs.append(GraphInput(name=name, node=node.name, kind=kind, meta=meta, value=value))
     nodes: list[GraphNode] = []
     outputs: list[Any] = []
+    live = _reachable_from_outputs(gm)
     for node in gm.graph.nodes:
-        if node.op == "call_function":
-            nodes.append(_graph_node(node))
-        elif node.op == "output":
+        if node.op == "output":
             result = node.args[0]
-            outputs = [
-                _encode(v) for v in (result if isinstance(result, list | tuple) else [result])
-            ]
-        elif node.op != "placeholder":
-            msg = f"unexpected fx node {node.op} {node.target}"
+            results = result if isinstance(result, list | tuple) else [result]
+            outputs = [_encode(v) for v in results]
+        elif node.op == "placeholder" or node not in live:
+            continue  # dead code: e.g. a lazily built module's random init, or an input update
+        elif node.op == "call_function":
+            nodes.append(_graph_node(node))
+        elif node.op == "get_attr":
+            nodes.append(_constant_node(node, getattr(gm, str(node.target))))
+        else:
+            msg = f"unsupported fx node {node.op} {node.target}"
             raise TraceError(msg)
     return OpGraph(inputs=inputs, nodes=nodes, outputs=outputs)
 
 
+def _reachable_from_outputs(gm: GraphModule) -> set[Node]:
+    """Nodes the outputs depend on, plus copies into inputs (the functionalised mutations,
+    which the generator reports and drops)."""
+    live: set[Node] = set()
+    stack = [n for n in gm.graph.nodes if n.op == "output"]
+    stack += [
+        n
+        for n in gm.graph.nodes
+        if n.op == "call_function"
+        and "copy_" in str(n.target)
+        and n.args
+        and isinstance(n.args[0], Node)
+        and n.args[0].op == "placeholder"
+    ]
+    while stack:
+        node = stack.pop()
+        if node in live:
+            continue
+        live.add(node)
+        stack.extend(node.all_input_nodes)
+    return live
+
+
+_MAX_CONSTANT = 4096
+
+
+def _constant_node(node: Node, value: Any) -> GraphNode:
+    """A small tensor constant the reference creates (e.g. `torch.tensor(self.value)`)."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    if not isinstance(value, torch.Tensor) or isinstance(value, FakeTensor):
+        msg = f"tensor constant {node.target} has no value at trace time"
+        raise TraceError(msg)
+    if value.numel() > _MAX_CONSTANT or value.device.type == "meta":
+        where = (
+            "on the meta device" if value.device.type == "meta" else f"of {value.numel()} elements"
+        )
+        msg = f"tensor constant {node.target} {where}: no value to embed"
+        raise TraceError(msg)
+    flat = value.detach().cpu().reshape(-1)
+    values = [_encode(v) for v in flat.tolist()]
+    return GraphNode(
+        name=node.name,
+        target="kernelarc.constant",
+        args=[values],
+        kwargs={"dtype": {"dtype": str(value.dtype).removeprefix("torch.")}},
+        outputs=[_meta(value)],
+    )
+
+
 def _graph_node(node: Node) -> GraphNode:
     target = "getitem" if node.target is operator.getitem else _target_name(node.target)
+    if target.startswith("inductor.") or "_low_memory" in target:
+        msg = f"{target} exists only where Inductor's lowerings are loaded"
+        raise TraceError(msg)
     val = node.meta.get("val")
     multi = isinstance(val, list | tuple)
     metas = [_meta(v) for v in val] if isinstance(val, list | tuple) else [_meta(val)]

@@ -1,0 +1,206 @@
+"""Small problems, written for these tests, that exercise each family the generator fuses.
+
+Each entry is a SOL-ExecBench definition (as a dict) plus its workloads; `write_problem` puts one
+in a directory. The references are plain PyTorch, as a problem author would write them; none of
+them is matched by a hand-written Triton template.
+"""
+
+import json
+from pathlib import Path
+from typing import Any
+
+Problem = tuple[dict[str, Any], list[dict[str, Any]]]
+
+
+def _definition(
+    name: str,
+    axes: dict[str, Any],
+    inputs: dict[str, Any],
+    outputs: dict[str, Any],
+    reference: str,
+    **extra: Any,
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "axes": axes,
+        "inputs": inputs,
+        "outputs": outputs,
+        "reference": reference,
+        **extra,
+    }
+
+
+def _t(shape: list[str] | None, dtype: str = "float32") -> dict[str, Any]:
+    return {"shape": shape, "dtype": dtype}
+
+
+def _w(uuid: str, axes: dict[str, int], **inputs: Any) -> dict[str, Any]:
+    return {"uuid": uuid, "axes": axes, "inputs": inputs}
+
+
+PROBLEMS: dict[str, Problem] = {
+    # Pointwise chain with broadcasting (a per-channel bias along dim 1) and a scalar input that
+    # becomes a kernel argument.
+    "bias_gelu_scale": (
+        _definition(
+            "bias_gelu_scale",
+            {"B": {"type": "var"}, "C": {"type": "const", "value": 8}, "H": {"type": "var"}},
+            {"x": _t(["B", "C", "H"], "bfloat16"), "bias": _t(["C"]), "scale": _t(None)},
+            {"y": _t(["B", "C", "H"], "bfloat16")},
+            "import torch\nimport torch.nn.functional as F\n\n"
+            "def run(x, bias, scale):\n"
+            "    h = x.float() + bias[None, :, None]\n"
+            "    return (F.gelu(h, approximate='tanh') * scale).to(torch.bfloat16)\n",
+        ),
+        [
+            _w("b2-h33", {"B": 2, "H": 33}, scale={"type": "scalar", "value": 0.5}),
+            _w("b3-h64", {"B": 3, "H": 64}, scale={"type": "scalar", "value": 1.5}),
+        ],
+    ),
+    # A norm over dim 1 of a 4-D tensor (not the last dim), with eps used by math.sqrt: the
+    # trace has to bake it.
+    "channel_rmsnorm": (
+        _definition(
+            "channel_rmsnorm",
+            {
+                "N": {"type": "var"},
+                "C": {"type": "const", "value": 16},
+                "S": {"type": "const", "value": 12},
+            },
+            {"x": _t(["N", "C", "S", "S"]), "eps": _t(None)},
+            {"y": _t(["N", "C", "S", "S"])},
+            "import math\nimport torch\n\n"
+            "def run(x, eps):\n"
+            "    rms = torch.sqrt(torch.mean(x * x, dim=1, keepdim=True) + math.sqrt(eps))\n"
+            "    return x / rms\n",
+        ),
+        [
+            _w("n2", {"N": 2}, eps={"type": "scalar", "value": 1e-6}),
+            _w("n3", {"N": 3}, eps={"type": "scalar", "value": 1e-6}),
+        ],
+    ),
+    # Residual add + LayerNorm with two outputs (the generator stores both from one kernel),
+    # and a log-softmax output of the same rows.
+    "add_layernorm_logsoftmax": (
+        _definition(
+            "add_layernorm_logsoftmax",
+            {"T": {"type": "var"}, "D": {"type": "var"}},
+            {"x": _t(["T", "D"]), "r": _t(["T", "D"]), "w": _t(["D"]), "b": _t(["D"])},
+            {"h": _t(["T", "D"]), "y": _t(["T", "D"]), "p": _t(["T", "D"])},
+            "import torch\nimport torch.nn.functional as F\n\n"
+            "def run(x, r, w, b):\n"
+            "    h = x + r\n"
+            "    y = F.layer_norm(h, (h.shape[-1],), w, b, 1e-5)\n"
+            "    return h, y, torch.log_softmax(y, dim=-1)\n",
+        ),
+        [_w("t5-d100", {"T": 5, "D": 100}), _w("t9-d300", {"T": 9, "D": 300})],
+    ),
+    # Reductions to fewer dims: sum and max over dims (0, 2) of a 3-D tensor, argmax over the
+    # last dim, and a mean of squares over everything (a scalar output).
+    "reductions": (
+        _definition(
+            "reductions",
+            {
+                "A": {"type": "var"},
+                "B": {"type": "const", "value": 6},
+                "C": {"type": "const", "value": 40},
+            },
+            {"x": _t(["A", "B", "C"])},
+            {"s": _t(["B"]), "m": _t(["B"]), "i": _t(["A", "B"], "int64"), "q": _t([])},
+            "import torch\n\n"
+            "def run(x):\n"
+            "    return (x.sum(dim=(0, 2)), x.amax(dim=(0, 2)), x.argmax(dim=-1),\n"
+            "            (x * x).mean())\n",
+        ),
+        [_w("a3", {"A": 3}), _w("a7", {"A": 7})],
+    ),
+    # Rotary-style cat of two halves and a constant pad.
+    "cat_pad": (
+        _definition(
+            "cat_pad",
+            {
+                "T": {"type": "var"},
+                "D": {"type": "const", "value": 32},
+                "E": {"type": "const", "value": 40},
+            },
+            {"x": _t(["T", "D"]), "c": _t(["T", "D"])},
+            {"y": _t(["T", "D"]), "z": _t(["T", "E"])},
+            "import torch\nimport torch.nn.functional as F\n\n"
+            "def run(x, c):\n"
+            "    half = x.shape[-1] // 2\n"
+            "    rot = torch.cat([-x[:, half:], x[:, :half]], dim=-1)\n"
+            "    return x * c + rot, F.pad(x, (3, 5), value=0.25)\n",
+        ),
+        [_w("t4", {"T": 4}), _w("t11", {"T": 11})],
+    ),
+    # GEMM epilogues: Linear + bias + scale + SiLU in fp32, and a batched matmul with a
+    # residual in bf16.
+    "linear_silu": (
+        _definition(
+            "linear_silu",
+            {
+                "M": {"type": "var"},
+                "K": {"type": "const", "value": 48},
+                "N": {"type": "const", "value": 40},
+            },
+            {"x": _t(["M", "K"]), "w": _t(["N", "K"]), "b": _t(["N"])},
+            {"y": _t(["M", "N"])},
+            "import torch\nimport torch.nn.functional as F\n\n"
+            "def run(x, w, b):\n"
+            "    return F.silu(F.linear(x, w, b) * 0.5)\n",
+        ),
+        [_w("m7", {"M": 7}), _w("m33", {"M": 33})],
+    ),
+    "bmm_residual": (
+        _definition(
+            "bmm_residual",
+            {
+                "B": {"type": "var"},
+                "M": {"type": "const", "value": 20},
+                "K": {"type": "const", "value": 32},
+                "N": {"type": "const", "value": 24},
+            },
+            {
+                "a": _t(["B", "M", "K"], "bfloat16"),
+                "b": _t(["B", "K", "N"], "bfloat16"),
+                "r": _t(["B", "M", "N"], "bfloat16"),
+            },
+            {"y": _t(["B", "M", "N"], "bfloat16")},
+            "import torch\n\ndef run(a, b, r):\n    return torch.bmm(a, b) + r\n",
+        ),
+        [_w("b2", {"B": 2}), _w("b3", {"B": 3})],
+    ),
+    # A convolution the generator leaves to torch, with its epilogue fused (bias, ReLU,
+    # a per-channel scale held as a tensor constant).
+    "conv_relu_scale": (
+        _definition(
+            "conv_relu_scale",
+            {
+                "N": {"type": "var"},
+                "C": {"type": "const", "value": 3},
+                "O": {"type": "const", "value": 4},
+                "S": {"type": "const", "value": 10},
+                "R": {"type": "const", "value": 8},
+                "K": {"type": "const", "value": 3},
+            },
+            {"x": _t(["N", "C", "S", "S"]), "w": _t(["O", "C", "K", "K"]), "b": _t(["O"])},
+            {"y": _t(["N", "O", "R", "R"])},
+            "import torch\nimport torch.nn.functional as F\n\n"
+            "def run(x, w, b):\n"
+            "    scale = torch.tensor([1.0, 0.5, 2.0, -1.0])\n"
+            "    y = torch.relu(F.conv2d(x, w, b))\n"
+            "    return y * scale.to(y.device)[None, :, None, None]\n",
+        ),
+        [_w("n1", {"N": 1}), _w("n2", {"N": 2})],
+    ),
+}
+
+
+def write_problem(root: Path, name: str) -> Path:
+    """The problem dir of PROBLEMS[name] under `root`."""
+    definition, workloads = PROBLEMS[name]
+    target = root / name
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "definition.json").write_text(json.dumps(definition, indent=1))
+    (target / "workload.jsonl").write_text("".join(json.dumps(w) + "\n" for w in workloads))
+    return target

@@ -1,0 +1,148 @@
+"""The generator on problems written for these tests: correct on every workload (under Triton's
+interpreter here, on CUDA in the gpu-marked test), the fusion it promises, static rules, and
+the reference fallback for signatures nobody traced."""
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kernelarc.guard.static_rules import blocking, scan_solution
+from kernelarc.kernelgen import Generated, GenerationError, default_knobs, generate
+from kernelarc.problems.files import Problem
+from kernelarc.schema import BuildSpec, Language, Solution, SourceFile, TargetHardware
+from kernelarc.schema.op_graph import TraceSet
+
+Traced = dict[str, tuple[Problem, TraceSet]]
+
+#: CPU settings that change the kernels' shape: looped reductions with small chunks, matmuls
+#: as Triton GEMMs or as torch calls.
+CPU_VARIANTS: dict[str, dict[str, int]] = {
+    "default": {},
+    "looped": {"PERSISTENT_MAX": 16, "BLOCK_R": 16, "ROWS": 4, "FUSE_GEMM": 0},
+    "gemm-tf32": {"FUSE_GEMM": 1, "DOT_PRECISION": 1, "BLOCK_X": 64},
+}
+
+
+def _generate(traced: Traced, name: str, knobs: dict[str, int], device: str = "cpu") -> Generated:
+    problem, traces = traced[name]
+    settings = default_knobs("cuda" if device == "cuda" else "cpu") | knobs
+    return generate(
+        problem.definition, traces, settings, "cuda" if device == "cuda" else "cpu", name
+    )
+
+
+def test_every_family_matches_the_reference_under_the_interpreter(
+    gen_problems: Traced, run_checks: Callable[[list[dict[str, Any]], str], dict[str, Any]]
+) -> None:
+    checks = []
+    for name, (problem, _) in gen_problems.items():
+        for variant, knobs in CPU_VARIANTS.items():
+            source = _generate(gen_problems, name, knobs).source
+            checks.append(
+                {"label": f"{name}/{variant}", "problem": str(problem.path), "source": source}
+            )
+    results = run_checks(checks, "cpu")
+    failed = {label: r["detail"] for label, r in results.items() if not r["ok"]}
+    assert not failed, failed
+    for label, result in results.items():
+        problem, _ = gen_problems[label.split("/")[0]]
+        assert result["planned"] == len(problem.workloads), label
+
+
+@pytest.mark.gpu
+def test_every_family_matches_the_reference_on_cuda(
+    gen_problems: Traced, run_checks: Callable[[list[dict[str, Any]], str], dict[str, Any]]
+) -> None:
+    variants = {
+        "default": {},
+        "unfused-gemm": {"FUSE_GEMM": 0},
+        "tf32x3": {"DOT_PRECISION": 2},
+        "looped": {"PERSISTENT_MAX": 1024, "BLOCK_R": 64},
+    }
+    checks = []
+    for name, (problem, _) in gen_problems.items():
+        for variant, knobs in variants.items():
+            source = _generate(gen_problems, name, knobs, "cuda").source
+            checks.append(
+                {"label": f"{name}/{variant}", "problem": str(problem.path), "source": source}
+            )
+    results = run_checks(checks, "cuda")
+    failed = {label: r["detail"] for label, r in results.items() if not r["ok"]}
+    assert not failed, failed
+
+
+def test_what_is_fused(gen_problems: Traced) -> None:
+    one = _generate(gen_problems, "bias_gelu_scale", {})
+    assert (one.kernels, one.kinds, one.externs) == (1, frozenset({"pointwise"}), ())
+    assert "s0" in one.source  # the scalar input is a kernel argument, not a baked constant
+    norm = _generate(gen_problems, "add_layernorm_logsoftmax", {})
+    # h, y and log_softmax(y): one kernel stores all three (h is sunk into the row kernel).
+    assert (norm.kernels, norm.kinds) == (1, frozenset({"reduction"}))
+    fused = _generate(gen_problems, "linear_silu", {"FUSE_GEMM": 1})
+    assert (fused.kernels, fused.kinds, fused.externs) == (1, frozenset({"gemm"}), ())
+    unfused = _generate(gen_problems, "linear_silu", {"FUSE_GEMM": 0})
+    assert unfused.externs == ("aten.addmm.default",)
+    assert unfused.kinds == frozenset({"pointwise"})
+    conv = _generate(gen_problems, "conv_relu_scale", {})
+    assert "aten.convolution.default" in conv.externs
+    assert conv.kinds == frozenset({"pointwise"})
+
+
+def test_a_scalar_the_reference_needs_as_a_number_is_baked(gen_problems: Traced) -> None:
+    _, traces = gen_problems["channel_rmsnorm"]
+    graph = traces.workloads[0].graph
+    assert graph is not None
+    kinds = {i.name: i.kind for i in graph.inputs}
+    assert kinds == {"x": "tensor", "eps": "constant"}
+    generated = _generate(gen_problems, "channel_rmsnorm", {})
+    assert "_KG_BAKED = (1,)" in generated.source
+
+
+@pytest.mark.parametrize("variant", sorted(CPU_VARIANTS))
+def test_generated_sources_pass_the_static_rules(gen_problems: Traced, variant: str) -> None:
+    for name in gen_problems:
+        source = _generate(gen_problems, name, CPU_VARIANTS[variant]).source
+        solution = Solution(
+            name=name,
+            definition=name,
+            author="test",
+            spec=BuildSpec(
+                languages=[Language.TRITON],
+                target_hardware=[TargetHardware.LOCAL],
+                entry_point="kernel.py::run",
+                destination_passing_style=False,
+            ),
+            sources=[SourceFile(path="kernel.py", content=source)],
+        )
+        assert blocking(scan_solution(solution)) == [], name
+
+
+def test_an_untraced_signature_runs_the_reference(
+    gen_problems: Traced,
+    run_checks: Callable[[list[dict[str, Any]], str], dict[str, Any]],
+    tmp_path: Any,
+) -> None:
+    from gen_problems import PROBLEMS, write_problem
+
+    definition, workloads = PROBLEMS["bias_gelu_scale"]
+    source = _generate(gen_problems, "bias_gelu_scale", {}).source
+    other = write_problem(tmp_path, "bias_gelu_scale")
+    wider = [{**workloads[0], "uuid": "b5-h7", "axes": {"B": 5, "H": 7}}]
+    (other / "workload.jsonl").write_text("\n".join(__import__("json").dumps(w) for w in wider))
+    result = run_checks([{"label": "other", "problem": str(other), "source": source}], "cpu")
+    assert result["other"] == {"ok": True, "detail": "", "planned": 0}
+    del definition
+
+
+def test_nothing_traced_is_an_error_with_the_reason(gen_problems: Traced) -> None:
+    problem, traces = gen_problems["reductions"]
+    broken = traces.model_copy(
+        update={
+            "workloads": [
+                w.model_copy(update={"graph": None, "error": "boom"}) for w in traces.workloads
+            ]
+        }
+    )
+    with pytest.raises(GenerationError, match="boom"):
+        generate(problem.definition, broken, default_knobs("cpu"), "cpu", "x")
