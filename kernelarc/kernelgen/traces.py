@@ -101,7 +101,14 @@ def _trace(problem_dir: Path, files: list[str]) -> TraceSet | str:
     env["PYTHONUNBUFFERED"] = "1"
     with tempfile.TemporaryDirectory(prefix="kernelarc-trace-") as tmp:
         out = Path(tmp) / "traces.json"
-        command = [sys.executable, "-m", "kernelarc.tracing", str(problem_dir), str(out), *files]
+        command = [
+            sys.executable,
+            "-m",
+            "kernelarc.tracing",
+            str(problem_dir.resolve()),
+            str(out),
+            *files,
+        ]
         try:
             done = subprocess.run(
                 command,
