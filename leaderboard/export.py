@@ -19,7 +19,7 @@ from kernelarc.problems.files import Problem
 from kernelarc.schema import Attempt, Solution
 from leaderboard.inputs import CampaignInput, check_definitions, load_run_dir, sol_bounds
 from leaderboard.rules import check_exportable, explicit_solution
-from leaderboard.score import Baseline, compile_baseline, score_attempt
+from leaderboard.score import Baseline, compile_baseline, reference_baseline, score_attempt
 from leaderboard.selection import Candidate, Choice, qualifies, select
 from leaderboard.serialize import dump_json, write_text
 
@@ -99,8 +99,10 @@ def plan_export(inputs: Sequence[CampaignInput], timestamp: str | None = None) -
                 continue
             problem = _problem_for(campaign, attempt, known)
             if attempt.problem not in baselines:
-                same = (a for a in campaign.attempts if a.problem == attempt.problem)
-                baselines[attempt.problem] = compile_baseline(same)
+                same = [a for a in campaign.attempts if a.problem == attempt.problem]
+                # One T_b for the whole campaign (score.py): the compile baseline, else the
+                # reference's median timing, so scores compare attempts, not reference noise.
+                baselines[attempt.problem] = compile_baseline(same) or reference_baseline(same)
             bounds, source = sol_bounds(attempt, problem)
             score = score_attempt(attempt, baselines[attempt.problem], bounds, source)
             candidates.append(Candidate(campaign.label, order, attempt, score))
