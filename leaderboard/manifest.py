@@ -49,7 +49,8 @@ SCORING = {
     "kernelarc.guard.roofline with default ceilings, else none (t_sol_source says which)",
     "latencies": "scores.csv latency columns are geometric means over workloads, in ms",
     "selection": "accepted attempts only (PASSED, NEW_BEST, confirmed where recorded); per "
-    "problem the highest SOL score, ties by lower latency, then older attempt",
+    "problem the highest SOL score, ties by lower latency, then older attempt; never one slower "
+    "than its campaign's reference (then the next, else the reference's own PASSED attempt)",
 }
 """How the numbers were made, written into the manifest."""
 

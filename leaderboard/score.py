@@ -142,7 +142,7 @@ def reference_baseline(attempts: Iterable[Attempt]) -> Baseline | None:
         found = False
         for trace in attempt.traces:
             perf = trace.evaluation.performance if trace.evaluation else None
-            if perf is not None and perf.reference_latency_ms > 0:
+            if perf is not None and 0 < perf.reference_latency_ms < math.inf:
                 measured.setdefault(trace.workload.uuid, []).append(perf.reference_latency_ms)
                 found = True
         count += found
