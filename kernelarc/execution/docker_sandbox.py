@@ -692,7 +692,9 @@ class DockerSandbox:
         texts: list[str] = []
         container: Any = None
         try:
-            container = self._client.containers.create(self.image, command=["true"])
+            # Labelled as pool containers are, so a killed host's sweep removes it too.
+            labels = {HOST_OWNER: host_owner(self._pool_root), OWNER: self._owner}
+            container = self._client.containers.create(self.image, command=["true"], labels=labels)
             for path in ("/etc/passwd", "/etc/group"):
                 try:
                     chunks, _ = container.get_archive(path)
@@ -703,7 +705,7 @@ class DockerSandbox:
                     member = tar.next()
                     handle = tar.extractfile(member) if member is not None else None
                     texts.append(handle.read().decode("utf-8", "replace") if handle else "")
-        except (*_DOCKER_ERRORS, tarfile.TarError) as exc:
+        except (*_DOCKER_ERRORS, tarfile.TarError) as exc:  # OSError: also the host lock
             logger.warning("cannot read the accounts of image %s: %s", self.image, exc)
             return None
         finally:

@@ -92,11 +92,14 @@ def trim(folder: Path, limit_bytes: int | None) -> bool:
     if limit_bytes is None or not folder.is_dir() or not size_over(folder, limit_bytes):
         return False
     logger.warning("compile cache %s grew past %d bytes; emptying it", folder, limit_bytes)
-    for entry in list(folder.iterdir()):
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
-            entry.unlink(missing_ok=True)
+    try:
+        for entry in list(folder.iterdir()):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+    except OSError as exc:  # what stays only costs disk; the next trim tries again
+        logger.warning("cannot empty the compile cache %s: %s", folder, exc)
     return True
 
 
