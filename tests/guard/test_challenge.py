@@ -98,6 +98,7 @@ def _jailed(result: EvalResult) -> bool:
     return not any(n.startswith("no jail") for n in result.sandbox_notes)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="two runner identities need the jail (root)")
 def test_a_broken_identity_is_retried_as_the_other_and_the_candidate_confirmed(
     tmp_path: Path,
@@ -121,6 +122,7 @@ def test_a_broken_identity_is_retried_as_the_other_and_the_candidate_confirmed(
     assert _judge(first, record, None) == ("NEW_BEST", "PASSED")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="the runner must not write as root (the jail)")
 def test_infrastructure_that_stays_broken_is_infra_error_not_the_candidates_defeat(
     tmp_path: Path,
