@@ -2,7 +2,8 @@
 
 Place in the flow: the last step. `plan_export` reads CampaignInputs (run dirs or MLflow,
 `leaderboard.inputs`), keeps accepted attempts (`selection.qualifies`), scores them
-(`score.py`), picks one per problem and checks it against the official rules (`rules.py`);
+(`score.py`), picks one per problem, never one slower than the reference
+(`reference_floor.py`), and checks it against the official rules (`rules.py`);
 `write_export` writes `<out>/<problem>/{solution.json,traces.jsonl,problem/,sources/}`,
 `<out>/scores.csv` and `<out>/manifest.json`. The same inputs give byte-identical files.
 """
@@ -18,9 +19,16 @@ from kernelarc.errors import ConfigError
 from kernelarc.problems.files import Problem
 from kernelarc.schema import Attempt, Solution
 from leaderboard.inputs import CampaignInput, check_definitions, load_run_dir, sol_bounds
+from leaderboard.reference_floor import Floor, apply_floor
 from leaderboard.rules import check_exportable, explicit_solution
-from leaderboard.score import Baseline, compile_baseline, score_attempt
-from leaderboard.selection import Candidate, Choice, qualifies, select
+from leaderboard.score import (
+    Baseline,
+    ProblemScore,
+    compile_baseline,
+    reference_baseline,
+    score_attempt,
+)
+from leaderboard.selection import Candidate, Choice, Selection, qualifies, select
 from leaderboard.serialize import dump_json, write_text
 
 logger = logging.getLogger(__name__)
@@ -91,21 +99,16 @@ def plan_export(inputs: Sequence[CampaignInput], timestamp: str | None = None) -
         msg = "nothing to export: no campaign given"
         raise ConfigError(msg)
     known = check_definitions(inputs)
+    scoring = _Scoring(inputs, known)
     candidates = []
     for order, campaign in enumerate(inputs):
-        baselines: dict[str, Baseline | None] = {}
         for attempt in campaign.attempts:
-            if not qualifies(attempt) or not _finite(attempt):
-                continue
-            problem = _problem_for(campaign, attempt, known)
-            if attempt.problem not in baselines:
-                same = (a for a in campaign.attempts if a.problem == attempt.problem)
-                baselines[attempt.problem] = compile_baseline(same)
-            bounds, source = sol_bounds(attempt, problem)
-            score = score_attempt(attempt, baselines[attempt.problem], bounds, source)
-            candidates.append(Candidate(campaign.label, order, attempt, score))
+            scoring.prepare(order, attempt)
+            if qualifies(attempt) and _finite(attempt):
+                score = scoring.score(order, attempt)
+                candidates.append(Candidate(campaign.label, order, attempt, score))
     everything = [a for c in inputs for a in c.attempts]
-    selection = select(candidates, everything)
+    selection = scoring.floored(select(candidates, everything))
     if not selection.choices:
         listed = "; ".join(f"{p}: {why}" for p, why in selection.unqualified.items())
         msg = f"no accepted attempt for any problem ({listed}); nothing to export"
@@ -194,6 +197,56 @@ def _write_problem(target: Path, item: ExportedProblem, *, sources: bool) -> lis
             dest.parent.mkdir(parents=True, exist_ok=True)
             written.append(write_text(dest, source.content))
     return written
+
+
+class _Scoring:
+    """Per campaign (input order) and problem: its T_b and what the reference floor needs."""
+
+    def __init__(self, inputs: Sequence[CampaignInput], known: dict[str, Problem]) -> None:
+        self.inputs = inputs
+        self.known = known
+        self.baselines: dict[tuple[int, str], Baseline | None] = {}
+        self.floors: dict[tuple[int, str], Floor] = {}
+
+    def prepare(self, order: int, attempt: Attempt) -> None:
+        """Compute the campaign's baseline and floor for the attempt's problem (once)."""
+        key = (order, attempt.problem)
+        if key in self.floors:
+            return
+        campaign = self.inputs[order]
+        same = [a for a in campaign.attempts if a.problem == attempt.problem]
+        problem = _problem_for(campaign, attempt, self.known)
+        reference = reference_baseline(same)
+        # One T_b for the whole campaign (score.py): the compile baseline, else the reference's
+        # median timing, so scores compare attempts, not reference noise.
+        self.baselines[key] = compile_baseline(same) or reference
+        self.floors[key] = Floor(reference, problem.definition if problem else None, same)
+
+    def score(self, order: int, attempt: Attempt) -> ProblemScore:
+        """An attempt's score in its campaign: the campaign's T_b, its own T_SOL."""
+        bounds, source = sol_bounds(attempt, _problem_for(self.inputs[order], attempt, self.known))
+        return score_attempt(attempt, self.baselines[(order, attempt.problem)], bounds, source)
+
+    def floored(self, selection: Selection) -> Selection:
+        """The selection with every choice that is slower than the reference replaced (or
+        moved to the unqualified problems, with why): `reference_floor.py`."""
+        unqualified = dict(selection.unqualified)
+        choices: dict[str, Choice] = {}
+        for name, choice in selection.choices.items():
+            order = choice.chosen.order
+
+            def floor_of(candidate: Candidate) -> Floor:
+                return self.floors[(candidate.order, candidate.attempt.problem)]
+
+            def score_of(attempt: Attempt, order: int = order) -> ProblemScore:
+                return self.score(order, attempt)
+
+            floored = apply_floor(choice, floor_of, score_of)
+            if isinstance(floored, str):
+                unqualified[name] = floored
+            else:
+                choices[name] = floored
+        return Selection(choices, dict(sorted(unqualified.items())))
 
 
 def _problem_for(

@@ -43,12 +43,14 @@ SCORING = {
     "sol_score": "S = 1/(1 + (T_k - T_SOL)/(T_b - T_SOL)); T_b <= T_SOL: 1 if T_k <= T_SOL "
     "else 0; unclamped; per problem the mean of S over workloads; empty without T_SOL",
     "t_b": "per workload: the campaign's PASSED torch.compile compile-max-autotune* attempt "
-    "(fastest by geometric mean), else the trace's reference latency (t_b_source says which)",
+    "(fastest by geometric mean), else the median reference latency of the campaign's PASSED "
+    "evaluations, else the trace's reference latency (t_b_source says which)",
     "t_sol": "per workload: the guard's recorded roofline bound, else the roofline of "
     "kernelarc.guard.roofline with default ceilings, else none (t_sol_source says which)",
     "latencies": "scores.csv latency columns are geometric means over workloads, in ms",
     "selection": "accepted attempts only (PASSED, NEW_BEST, confirmed where recorded); per "
-    "problem the highest SOL score, ties by lower latency, then older attempt",
+    "problem the highest SOL score, ties by lower latency, then older attempt; never one slower "
+    "than its campaign's reference (then the next, else the reference's own PASSED attempt)",
 }
 """How the numbers were made, written into the manifest."""
 

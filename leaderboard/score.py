@@ -7,13 +7,18 @@ Place in the flow: `leaderboard.inputs` gathers attempts and bounds, this module
   else 0.0 (SOL-ExecBench `sol_score.py`; unclamped, as upstream).
 - T_b per workload: the same campaign's torch.compile baseline (a PASSED compiler attempt whose
   knob `variant` starts with `compile-max-autotune`; the one with the lowest geometric-mean
-  latency when there are several), else the trace's reference latency (labelled `reference`).
+  latency when there are several), else the median of the reference latencies the campaign's
+  PASSED evaluations measured (`reference_baseline`), else the trace's own reference latency
+  (labelled `reference`). One T_b for every attempt of a campaign: with each attempt's own
+  reference timing, an older, slower accepted attempt could outscore the faster one the guard
+  accepted after it just because the reference ran slower in its evaluation.
 - T_SOL per workload: a roofline bound given by the caller, or none; then no SOL score.
 - Problem score: the mean over workloads of S (the ROCm fork's aggregation); the latencies shown
   per problem (T_k, reference, T_b, T_SOL) are geometric means over workloads.
 """
 
 import math
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -124,6 +129,28 @@ def compile_baseline(attempts: Iterable[Attempt]) -> Baseline | None:
     attempt = best[2]
     variant = attempt.proposal.knobs.get("variant")
     return Baseline(_latencies(attempt), f"torch.compile:{variant} (attempt {attempt.index})")
+
+
+def reference_baseline(attempts: Iterable[Attempt]) -> Baseline | None:
+    """T_b from the reference itself: per workload, the median of the reference latencies
+    measured by the PASSED evaluations among `attempts` (one campaign); None without any."""
+    measured: dict[str, list[float]] = {}
+    count = 0
+    for attempt in attempts:
+        if attempt.status != EvalStatus.PASSED:
+            continue
+        found = False
+        for trace in attempt.traces:
+            perf = trace.evaluation.performance if trace.evaluation else None
+            if perf is not None and 0 < perf.reference_latency_ms < math.inf:
+                measured.setdefault(trace.workload.uuid, []).append(perf.reference_latency_ms)
+                found = True
+        count += found
+    if not measured:
+        return None
+    medians = {uuid: statistics.median(values) for uuid, values in measured.items()}
+    plural = "s" if count != 1 else ""
+    return Baseline(medians, f"{REFERENCE_BASELINE} (median of {count} evaluation{plural})")
 
 
 def score_attempt(

@@ -35,7 +35,7 @@ from kernelarc.campaign.run_record import (
     write_campaign_record,
 )
 from kernelarc.config import CampaignConfig
-from kernelarc.errors import ConfigError, KernelarcError, SandboxError
+from kernelarc.errors import ConfigError, KernelarcError
 from kernelarc.executor import Executor, make_executor
 from kernelarc.guard import (
     Challenge,
@@ -51,6 +51,7 @@ from kernelarc.guard import (
     score_traces,
 )
 from kernelarc.guard.ceilings import ResolvedCeiling, resolve_ceiling
+from kernelarc.guard.challenge import evaluate_retrying
 from kernelarc.guard.verdict import Judgement
 from kernelarc.llm.usage import log_team_usage
 from kernelarc.problems.builtin_set import resolve_problem
@@ -473,6 +474,10 @@ class _AgentWorker:
             problem_dir=str(self.problem.path.resolve()),
         )
 
+    def _evaluate_candidate(self, request: EvalRequest) -> EvalResult:
+        """A candidate's own evaluation (screen, then timed); raises SandboxError."""
+        return self.executor.evaluate_candidate(request, timeout_s=self.cfg.eval.timeout_s)
+
     def _evaluate(self, request: EvalRequest) -> EvalResult:
         """One timed evaluation in a slot of its own (the guard's re-timing and confirmation come
         here too); raises SandboxError."""
@@ -492,15 +497,13 @@ class _AgentWorker:
             with self.state.lock:
                 return self._record(proposal, None, record, "", started, 0.0)
         request = self._request(proposal)
-        result: EvalResult | None
-        try:
-            # Screened for correctness first where the executor has a correctness pool.
-            result = self.executor.evaluate_candidate(request, timeout_s=self.cfg.eval.timeout_s)
-        except SandboxError as exc:
-            logger.error("sandbox failed on %s: %s", proposal.id, exc)
-            result, error = None, f"{type(exc).__name__}: {exc}"
-        else:
-            error = ""
+        # Screened for correctness first where the executor has a correctness pool; a sandbox
+        # failure (not the candidate's) is retried before the attempt is INFRA_ERROR.
+        done = evaluate_retrying(self._evaluate_candidate, request, self.cfg.guard.infra_retries)
+        result = done.result
+        error = done.error if result is None else ""
+        if result is None:
+            logger.error("sandbox failed on %s: %s", proposal.id, error)
         wall = time.monotonic() - t0
         if result is None or not self.settings.enabled:
             with self.state.lock:

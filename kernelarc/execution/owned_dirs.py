@@ -1,15 +1,15 @@
 """Temp dirs a sandbox host makes, named for that host, and the sweep of those a dead host left.
 
-A host process killed with SIGKILL (or by the OOM killer) runs no `close()` and no finalizer,
-so its sandboxes' dirs stay behind: the eval dir of the runner it was waiting for and its
-spare's dir (LocalSandbox, `kernelarc_eval_*`), its Docker pool dirs (`kernelarc_pool_*`), with
-whatever candidates wrote there. So each such dir is named for its host:
+A host process killed with SIGKILL (or by the OOM killer) runs no `close()` and no finalizer, so its
+sandboxes' dirs stay behind: the eval dir of the runner it was waiting for and its spare's dir
+(LocalSandbox, `kernelarc_eval_*`), its compile caches (`kernelarc_cache_*`), its Docker pool dirs
+(`kernelarc_pool_*`), with whatever candidates wrote there. So each such dir is named for its host:
 `kernelarc_<kind>_<owner>_<random>`, where `<owner>` is `<pid>-<8 random hex>` of a host process
-that holds an exclusive `flock` on `kernelarc_host_<owner>.lock` in the same root for as long as
-it lives. The kernel drops that lock when the process dies, however it dies, and a lock cannot
-outlive its process the way a pid can be reused; it also holds across PID namespaces sharing the
-dir. The lock file is locked before it gets its name (created under a temporary name, then
-renamed), so a sweep never finds a live host's lock free.
+that holds an exclusive `flock` on `kernelarc_host_<owner>.lock` in the same root for as long as it
+lives. The kernel drops that lock when the process dies, however it dies, and a lock cannot outlive
+its process the way a pid can be reused; it also holds across PID namespaces sharing the dir. The
+lock file is locked before it gets its name (created under a temporary name, then renamed), so a
+sweep never finds a live host's lock free.
 
 When the host process exits normally, `release_host_locks` (atexit) removes its lock files
 whose dirs are all gone (its sandboxes' `close()` removed them), so an ordinary run leaves
@@ -17,16 +17,15 @@ nothing in the temp dir; a lock whose host still has a dir there stays for the s
 file is unlinked while it is still locked: a sweep that opened it meanwhile finds either the
 name gone or the lock held, and an owner name is never used twice.
 
-`sweep_stale(root, kinds)` (every sandbox runs it when it is created, for the kinds of dir it
-makes: LocalSandbox `eval`, DockerSandbox `pool`) takes each host lock in `root` that it can:
-its owner is dead, so the dirs of those kinds named for it are removed (as this process: root
-can delete what the sandbox users and their candidates wrote), after `on_dead` (DockerSandbox:
-remove that host's containers) said the rest of that host is gone too; the lock file goes once
-no dir of any kind is left for it (a pool dir waits for a DockerSandbox, which can also remove
-its container). Nothing else is touched: not a live host's dirs (its lock is held), not dirs of
-the older naming (`kernelarc_eval_` + random chars, no owner: nothing proves their host dead),
-not symlinks or files, not a lock file whose dirs could not all be removed (a later sweep tries
-again).
+`sweep_stale(root, kinds)` (every sandbox runs it when it is created, for the kinds of dir it makes:
+LocalSandbox `eval` and `cache`, DockerSandbox `pool`) takes each host lock in `root` that it can:
+its owner is dead, so the dirs of those kinds named for it are removed (as this process: root can
+delete what the sandbox users and their candidates wrote), after `on_dead` (DockerSandbox: remove
+that host's containers) said the rest of that host is gone too; the lock file goes once no dir of
+any kind is left for it (a pool dir waits for a DockerSandbox, which can also remove its container).
+Nothing else is touched: not a live host's dirs (its lock is held), not dirs of the older naming
+(`kernelarc_eval_` + random chars, no owner: nothing proves their host dead), not symlinks or files,
+not a lock file whose dirs could not all be removed (a later sweep tries again).
 """
 
 import atexit
@@ -45,10 +44,10 @@ from typing import Literal
 
 logger = logging.getLogger(__name__)
 
-DirKind = Literal["eval", "pool"]
+DirKind = Literal["eval", "pool", "cache"]
 _OWNER = r"\d+-[0-9a-f]{8}"
 #: `-` is not among mkdtemp's random characters: no name of the older naming matches.
-_DIR = re.compile(rf"kernelarc_(eval|pool)_({_OWNER})_[a-z0-9_]+")
+_DIR = re.compile(rf"kernelarc_(eval|pool|cache)_({_OWNER})_[a-z0-9_]+")
 _LOCK = re.compile(rf"kernelarc_host_({_OWNER})\.lock")
 _OPEN_LOCK = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 

@@ -143,7 +143,7 @@ def test_sweep_removes_only_dead_owners_dirs(tmp_path: Path) -> None:
     entries stay."""
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     made: dict[str, Path] = {}
-    for kind in ("eval", "pool"):
+    for kind in ("eval", "cache", "pool"):
         out = subprocess.run(
             [sys.executable, "-c", _MAKE, str(tmp_path), kind],
             env={**os.environ, "PYTHONPATH": path},
@@ -168,7 +168,7 @@ def test_sweep_removes_only_dead_owners_dirs(tmp_path: Path) -> None:
 
     assert locks() == {f"kernelarc_host_{_owner(d)}.lock" for d in (*made.values(), ours)}
 
-    assert sweep_stale(tmp_path, ["eval"]) == [made["eval"]]
+    assert sorted(sweep_stale(tmp_path, ["eval", "cache"])) == sorted([made["eval"], made["cache"]])
     assert made["pool"].is_dir()  # not a kind a LocalSandbox sweeps
     assert locks() == {f"kernelarc_host_{_owner(d)}.lock" for d in (made["pool"], ours)}
 
