@@ -16,6 +16,8 @@ that must stay equal.
 """
 
 import ast
+import itertools
+import sys
 import types
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -25,6 +27,8 @@ import torch
 #: Axis name -> the (module-level constant, index into it when the constant is a tuple, else
 #: None) it sets; usually one, several when constants must stay equal (a tied axis).
 SizeConstants = Mapping[str, Sequence[tuple[str, int | None]]]
+
+_NAMESPACES = itertools.count()
 
 
 class KernelBenchSource:
@@ -45,7 +49,12 @@ class KernelBenchSource:
         if unknown:
             msg = f"{self.filename}: no size constant for {sorted(unknown)}"
             raise KeyError(msg)
-        ns: dict[str, Any] = {"__name__": "kernelbench_problem", "__file__": self.filename}
+        # A real module registered in sys.modules, one per namespace: torch.compile (Dynamo)
+        # looks the model's module up by name, and a bare dict's name resolves to nothing.
+        module = types.ModuleType(f"kernelbench_problem_{next(_NAMESPACES)}")
+        module.__file__ = self.filename
+        sys.modules[module.__name__] = module
+        ns: dict[str, Any] = module.__dict__
         for code, assigned in self._statements:
             exec(code, ns)
             for axis, value in sizes.items():

@@ -178,6 +178,19 @@ def test_reference_equals_the_kernelbench_model_with_the_same_parameters(
     assert torch.equal(expected_out, direct)
 
 
+def test_torch_compile_of_a_converted_reference_runs_and_agrees(
+    imported: Imported, tmp_path: Path
+) -> None:
+    # The compiler agent and every torch.compile baseline compile the reference's run(); Dynamo
+    # resolves the KernelBench model's module by name, so the file must live in a real module.
+    problem = _problem(imported, "kb_l2_1_linear_scale_tanh")
+    reference, inputs = _reference_inputs(problem, tmp_path)
+    expected = reference.run(*[v.clone() for v in inputs])
+    torch._dynamo.reset()
+    compiled = torch.compile(reference.run, backend="eager", fullgraph=False)
+    assert torch.equal(compiled(*[v.clone() for v in inputs]), expected)
+
+
 def test_inputs_keep_kernelbench_distributions(imported: Imported, tmp_path: Path) -> None:
     _, (x,) = _reference_inputs(_problem(imported, "kb_l1_1_leakyrelu"), tmp_path / "a")
     assert x.min() < 0  # torch.randn in get_inputs
