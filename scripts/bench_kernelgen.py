@@ -8,10 +8,11 @@ evaluator's own protocol (`kernelarc.runner.timing.measure_latency`: 10 warm-up 
 calls, L2 flushed, fresh input addresses, median; CUPTI when available). No sandbox, no guard:
 this measures the generator's kernels, not a campaign (`scripts/bench_suite.py` does that).
 
-Problems run in `--jobs` worker processes (builds and compiles overlap); the timed sections
-take a host-wide lock, so no two measurements share the GPU. A problem that crashes its
-worker (an illegal address poisons the CUDA context) is recorded as such and the next one
-gets a fresh worker.
+Problems run in `--jobs` worker processes; tracing overlaps, and everything that holds GPU
+memory (inputs, eager, torch.compile, the generated variants) runs under a host-wide lock, so
+no two measurements share the GPU and large problems cannot run each other out of memory. A
+problem that crashes its worker (an illegal address poisons the CUDA context) is recorded as
+such and the next one gets a fresh worker.
 
     python scripts/bench_kernelgen.py DIR [DIR ...] --device cuda --workloads workload_gpu.jsonl \
         --json out.json --markdown out.md [--jobs 4] [--total-time-s 480]
@@ -74,12 +75,11 @@ def _time(fn: Any, inputs: list[Any], device: str) -> tuple[float, str]:
     # The official protocol on CUDA; on the CPU (Triton's interpreter) a pipeline check only.
     warmup, iterations = (10, 50) if device == "cuda" else (1, 3)
     pool = ShiftingInputPool(inputs, [], warmup + iterations)
-    with gpu_lock():
-        samples = measure_latency(
-            fn, pool.next_args, device=device, warmup=warmup, iterations=iterations
-        )
-        if device == "cuda":
-            torch.cuda.synchronize()
+    samples = measure_latency(
+        fn, pool.next_args, device=device, warmup=warmup, iterations=iterations
+    )
+    if device == "cuda":
+        torch.cuda.synchronize()
     ordered = sorted(samples.samples_ms)
     return ordered[len(ordered) // 2], samples.method
 
@@ -104,11 +104,8 @@ def bench_problem(problem_dir: str, workload_file: str, device: str, index: int)
     """All measurements of one problem (runs in a worker process)."""
     import torch
 
-    from kernelarc.kernelgen import default_knobs, generate
     from kernelarc.kernelgen.traces import load_traces, workload_files
     from kernelarc.problems.files import load_problem
-    from kernelarc.runner.inputs import generate_inputs, seed_everything
-    from kernelarc.runner.staging import load_reference
 
     path = Path(problem_dir)
     problem = load_problem(path, workload_file)
@@ -118,6 +115,28 @@ def bench_problem(problem_dir: str, workload_file: str, device: str, index: int)
     started = time.monotonic()
     traces = load_traces(path, workload_files(path, workload_file))
     row["trace_s"] = round(time.monotonic() - started, 1)
+    # Everything that holds GPU memory or times runs under the host-wide lock (KernelBench
+    # inputs reach tens of GiB: six problems at once ran out of memory); tracing runs outside.
+    with gpu_lock():
+        try:
+            _measure(row, path, definition, workload, traces, device)
+        finally:
+            if device == "cuda":
+                torch.cuda.empty_cache()
+    return row
+
+
+def _measure(
+    row: dict[str, Any], path: Path, definition: Any, workload: Any, traces: Any, device: str
+) -> None:
+    import gc
+
+    import torch
+
+    from kernelarc.kernelgen import default_knobs, generate
+    from kernelarc.runner.inputs import generate_inputs, seed_everything
+    from kernelarc.runner.staging import load_reference
+
     work = Path(tempfile.mkdtemp(prefix="kernelarc-bench-kg-"))
     reference = load_reference(definition, work)
     custom = getattr(reference, definition.custom_inputs_entrypoint or "", None)
@@ -133,7 +152,7 @@ def bench_problem(problem_dir: str, workload_file: str, device: str, index: int)
         row["compile_ms"], row["compile_error"] = None, f"{type(exc).__name__}: {exc}"[:300]
     if isinstance(traces, str):
         row["gen_error"] = traces
-        return row
+        return
     target = "cuda" if device == "cuda" else "cpu"
     for variant, knobs in VARIANTS.items():
         try:
@@ -149,7 +168,8 @@ def bench_problem(problem_dir: str, workload_file: str, device: str, index: int)
         except Exception as exc:  # any failure of one variant is a result
             row[f"{variant}_ms"] = None
             row[f"{variant}_error"] = f"{type(exc).__name__}: {exc}"[:300]
-    return row
+    del inputs
+    gc.collect()
 
 
 def _worker(jobs: Any, results: Any, workload_file: str, device: str, index: int) -> None:
@@ -168,16 +188,22 @@ def _worker(jobs: Any, results: Any, workload_file: str, device: str, index: int
 
 
 def _best_gen(row: dict[str, Any]) -> float | None:
-    times = [row.get(f"{v}_ms") for v in VARIANTS]
-    valid = [t for t in times if isinstance(t, float)]
-    return min(valid) if valid else None
+    best = _best_variant(row)
+    return None if best is None else float(row[f"{best}_ms"])
+
+
+def _best_variant(row: dict[str, Any]) -> str | None:
+    """The fastest variant that passed the workload's tolerance."""
+    timed = [(row[f"{v}_ms"], v) for v in VARIANTS if isinstance(row.get(f"{v}_ms"), float)]
+    return min(timed)[1] if timed else None
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
     """A table per problem and a summary line."""
     lines = [
-        "| problem | eager ms | compile ms | best generated ms | x eager | x compile | kernels |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| problem | eager ms | compile ms | best generated ms | variant | x eager | x compile "
+        "| kernels |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     ratios = []
     wins = total = 0
@@ -190,7 +216,8 @@ def markdown(rows: list[dict[str, Any]]) -> str:
             total += 1
             wins += best <= comp
         lines.append(
-            f"| {row['problem']} | {_f(eager)} | {_f(comp)} | {_f(best)} | {x_eager} | {x_comp} "
+            f"| {row['problem']} | {_f(eager)} | {_f(comp)} | {_f(best)} "
+            f"| {_best_variant(row) or '-'} | {x_eager} | {x_comp} "
             f"| {row.get('summary') or row.get('gen_error') or row.get('error', '')[:80]} |"
         )
     if ratios:
