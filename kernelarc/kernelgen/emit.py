@@ -114,8 +114,14 @@ class KernelEmitter(ValueEmitter):
 
     # -- reductions --------------------------------------------------------------------------
     def _emit_looped(self, order: list[str], targets: list[tuple[Ref, Index]]) -> None:
+        online = self._online_pairs(order)
         for name in order:
             node = self.graph.node(name)
+            if name in online.values():
+                continue  # computed in its max's loop
+            if name in online:
+                self._emit_online(node, self.graph.node(online[name]))
+                continue
             acc = f"acc_{len(self._reduced)}"
             acc_dtype = _acc_dtype(node)
             ident = _identity(node.reduce_op, acc_dtype)
@@ -140,6 +146,69 @@ class KernelEmitter(ValueEmitter):
             for ref, index in full:
                 self._store(ref, index)
             self._close_loop()
+
+    def _online_pairs(self, order: list[str]) -> dict[str, str]:
+        """max -> sum pairs where the sum reduces exp(x - max) of the max's own source x (every
+        softmax, log-softmax and logsumexp): both are then computed in one loop, with the sum
+        rescaled whenever the running max grows, so a looped softmax reads its rows twice (this
+        loop and the stores), not three times."""
+        pairs: dict[str, str] = {}
+        for name in order:
+            node = self.graph.node(name)
+            if node.reduce_op != "sum" or _acc_dtype(node) not in ("float32", "float64"):
+                continue
+            exp = self.graph.node(node.args[0])
+            if exp.kind != Kind.POINTWISE or exp.target != "aten.exp.default":
+                continue
+            sub = self.graph.node(exp.args[0])
+            if sub.kind != Kind.POINTWISE or sub.target != "aten.sub.Tensor" or sub.kwargs:
+                continue
+            if not isinstance(sub.args[1], Ref):
+                continue
+            found = self.graph.node(self._through_views(sub.args[1]))
+            if (
+                found.name in order
+                and found.name not in pairs
+                and found.reduce_op == "max"
+                and found.dims == node.dims
+                and found.args[0] == sub.args[0]
+                and _acc_dtype(found) == _acc_dtype(node)
+            ):
+                pairs[found.name] = name
+        return pairs
+
+    def _through_views(self, ref: Ref) -> str:
+        node = self.graph.node(ref)
+        while node.kind == Kind.VIEW:
+            node = self.graph.node(node.args[0])
+        return node.name
+
+    def _emit_online(self, max_node: Node, sum_node: Node) -> None:
+        """One loop for a max and the sum of exp(x - max) (see `_online_pairs`). Lanes keep a
+        running max and a sum relative to it; a lane that has seen only -inf keeps 0."""
+        dtype = _acc_dtype(max_node)
+        tl_dtype = TL_DTYPE[dtype]
+        m, acc = f"acc_{len(self._reduced)}", f"acc_{len(self._reduced)}s"
+        self.kernel.lines.append(f'{m} = tl.full([XBLOCK, RBLOCK], float("-inf"), {tl_dtype})')
+        self.kernel.lines.append(f"{acc} = tl.full([XBLOCK, RBLOCK], 0, {tl_dtype})")
+        self._open_loop()
+        assert self.loop is not None
+        x = as_dtype(self.value(max_node.args[0], self.space.full_index()), dtype)
+        self.loop.lines += [
+            f"{m}_x = {x}",
+            f"{m}_new = _kg_max({m}, {m}_x)",
+            f'{m}_inf = {m}_new == float("-inf")',
+            f"{acc}_new = {acc} * tl.exp(tl.where({m}_inf, 0.0, {m} - {m}_new)) + tl.exp("
+            f'tl.where({m}_inf, float("-inf"), {m}_x - {m}_new))',
+            f"{acc} = tl.where(xmask & rmask, {acc}_new, {acc})",
+            f"{m} = tl.where(xmask & rmask, {m}_new, {m})",
+        ]
+        self._close_loop()
+        row_max = self._finish(max_node, Val(m, dtype))
+        self._reduced[max_node.name] = row_max
+        row = as_dtype(Val(f"tl.max({m}, 1)[:, None]", dtype), dtype)
+        scaled = f'tl.where({m} == float("-inf"), 0.0, {acc} * tl.exp({m} - {row}))'
+        self._reduced[sum_node.name] = self._finish(sum_node, Val(scaled, dtype))
 
     def _is_row_root(self, ref: Ref) -> bool:
         count = 1
