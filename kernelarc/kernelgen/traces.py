@@ -4,11 +4,13 @@ Place in the flow: the generated-kernel space of the strategy agents calls `load
 per problem; it runs `python -m kernelarc.tracing` (which imports torch: the campaign process
 never does) with the GPU hidden and a timeout, and caches the `TraceSet` in memory and on disk
 (`$KERNELARC_CACHE_DIR/traces/` or `~/.cache/kernelarc/traces/`, keyed by the definition and the
-workload files' contents and the Python that traced them). Concurrent agents asking for the same
-problem wait for one trace.
+workload files' contents, the Python and torch that traced them and the tracer's own sources, so
+an upgrade never reuses a stale graph). An unreadable entry is traced again. Concurrent agents
+asking for the same problem wait for one trace.
 """
 
 import hashlib
+import importlib.metadata
 import logging
 import os
 import subprocess
@@ -64,8 +66,31 @@ def load_traces(problem_dir: Path, files: list[str]) -> TraceSet | str:
         return result
 
 
+def clear_memory() -> None:
+    """Forget the traces held in memory (the disk cache stays); for long-lived processes."""
+    with _lock:
+        _memory.clear()
+
+
+def _tracer_identity() -> bytes:
+    """The torch version and the tracer's sources: what a cached graph depends on besides the
+    problem."""
+    try:
+        torch_version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        torch_version = "none"
+    digest = hashlib.sha256(torch_version.encode())
+    package = Path(__file__).resolve().parents[1]
+    sources = [*sorted((package / "tracing").glob("*.py")), package / "schema" / "op_graph.py"]
+    for path in sources:
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.digest()
+
+
 def _key(problem_dir: Path, files: list[str]) -> str:
     digest = hashlib.sha256(sys.executable.encode())
+    digest.update(_tracer_identity())
     for name in ["definition.json", *files]:
         path = problem_dir / name
         digest.update(name.encode())
