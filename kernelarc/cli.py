@@ -293,7 +293,7 @@ def _cmd_eval(ns: argparse.Namespace) -> int:
     from kernelarc.execution import make_sandbox
     from kernelarc.problems.builtin_set import resolve_problem
     from kernelarc.problems.files import load_solution
-    from kernelarc.schema import EvalRequest, EvalStatus, TimingConfig
+    from kernelarc.schema import EvalRequest, EvalStatus, HangPolicy, TimingConfig
 
     problem = resolve_problem(ns.problem, ns.workloads)
     solution = load_solution(ns.solution)
@@ -315,6 +315,7 @@ def _cmd_eval(ns: argparse.Namespace) -> int:
         correctness_rounds=ns.rounds,
         timing=TimingConfig(warmup=warmup, iterations=iterations),
         problem_dir=str(problem.path.resolve()),
+        hang=HangPolicy.for_device(device),
     )
     # One evaluation: no spare runner to keep warm for a next one.
     sandbox_cfg = SandboxConfig(kind=ns.sandbox, gpu=0, warm_spare=False)

@@ -58,6 +58,21 @@ class EvalConfig:
     """Timed iterations (median reported); None = 50 on CUDA, 5 on CPU."""
     timeout_s: float = 180.0
     """Wall-clock limit of one sandboxed evaluation."""
+    hang_allowance_s: float = 60.0
+    """Per workload, a silent candidate is TIMEOUT after this plus `hang_factor` times the
+    reference's own time for the same calls (capped by `timeout_s`); later workloads are then
+    TIMEOUT without running it again (schema.HangPolicy)."""
+    hang_factor: float | None = None
+    """Multiple of the reference's time in that deadline; None = 100 on CUDA, 1000 on CPU (where
+    Triton kernels run in the interpreter)."""
+
+    def __post_init__(self) -> None:
+        if self.hang_allowance_s <= 0 or (self.hang_factor is not None and self.hang_factor <= 0):
+            msg = (
+                f"eval.hang_allowance_s and eval.hang_factor must be > 0 (got "
+                f"{self.hang_allowance_s}, {self.hang_factor})"
+            )
+            raise ConfigError(msg)
 
     def timing_for(self, device: str) -> tuple[int, int]:
         """(warmup, iterations) for a device."""

@@ -60,6 +60,7 @@ from kernelarc.schema import (
     EvalRequest,
     EvalResult,
     EvalStatus,
+    HangPolicy,
     Proposal,
     TimingConfig,
     Verdict,
@@ -428,6 +429,16 @@ class _AgentWorker:
             correctness_rounds=self.cfg.eval.correctness_rounds,
             timing=self.timing,
             problem_dir=str(self.problem.path.resolve()),
+            hang=self._hang(),
+        )
+
+    def _hang(self) -> HangPolicy:
+        """The per-workload deadline of a silent candidate (eval.hang_*)."""
+        default = HangPolicy.for_device(self.device)
+        factor = self.cfg.eval.hang_factor
+        return HangPolicy(
+            reference_factor=default.reference_factor if factor is None else factor,
+            allowance_s=self.cfg.eval.hang_allowance_s,
         )
 
     def _evaluate(self, request: EvalRequest) -> EvalResult:

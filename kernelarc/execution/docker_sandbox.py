@@ -53,6 +53,7 @@ from docker.types import DeviceRequest, Ulimit
 from kernelarc.errors import SandboxError
 from kernelarc.execution.attach_stream import AttachStream, pump_until
 from kernelarc.execution.owned_dirs import host_owner, make_owned_dir, sweep_stale
+from kernelarc.execution.request_limits import runner_request
 from kernelarc.execution.result_file import new_result_key, read_raw_traces, traces_after_run
 from kernelarc.runner.go_line import go_line
 from kernelarc.schema import EvalRequest, EvalResult, Trace
@@ -409,7 +410,7 @@ class DockerSandbox:
                 self._start_spare(slot, request.device, self._other_user(runner.user), beside=True)
             workdir = slot.pool_dir / runner.name
             try:
-                self._write_request(workdir, request)
+                self._write_request(workdir, runner_request(request, timeout_s))
                 key = new_result_key()
                 run = self._run(slot, runner, timeout_s, key)
                 raw, problem = read_raw_traces(workdir / "result.json", key)

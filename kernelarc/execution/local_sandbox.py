@@ -60,6 +60,7 @@ from kernelarc.execution.process_limits import (
     package_root,
     scrubbed_env,
 )
+from kernelarc.execution.request_limits import runner_request
 from kernelarc.execution.result_file import new_result_key, read_raw_traces, traces_after_run
 from kernelarc.execution.runner_identities import Identity, IdentityPool, Lease
 from kernelarc.execution.runner_process import RunnerProcess, start
@@ -240,7 +241,7 @@ class LocalSandbox:
                     functools.partial(self._start_spare, request.device, timeout_s)
                 )
             key = new_result_key()
-            runner.go(request.model_dump_json(), key)
+            runner.go(runner_request(request, timeout_s).model_dump_json(), key)
             run = runner.finish(timeout_s)
             raw, problem = read_raw_traces(runner.workdir / "result.json", key)
         finally:

@@ -8,10 +8,13 @@ candidate is timed in the worker, and the claimed median is checked against the 
 clock (`hack_checks.implausible_latency`) using a verified "timing probe" call on fresh inputs
 drawn from a forked RNG, so the request's stream stays the official one.
 
-A worker that dies or overruns `workload_timeout_s` fails that workload (RUNTIME_ERROR /
-TIMEOUT); the next workload gets a fresh worker, as it does after any workload that did not
-pass. `evaluate_request` yields one Trace per workload in request order so the entry point can
-sign and write partial results as it goes.
+A worker that dies fails that workload (RUNTIME_ERROR); the next workload gets a fresh worker,
+as it does after any workload that did not pass. A worker that overruns the workload's deadline
+(`hang_deadline.py`: derived from the reference's own time, capped by the request's timeouts)
+is TIMEOUT there, and every later workload is TIMEOUT without starting the candidate again: a
+hung candidate costs one deadline, not one per workload or the sandbox's whole timeout.
+`evaluate_request` yields one Trace per workload in request order so the entry point can sign
+and write partial results as it goes.
 
 Statuses decided here beyond the official flow: an input the solution changed although the
 reference leaves it unchanged is INCORRECT_NUMERICAL (its observable result differs from the
@@ -39,9 +42,11 @@ from kernelarc.runner.correctness import (
     find_lazy_output,
     type_mismatch,
 )
+from kernelarc.runner.cpp_build import DEFAULT_BUILD_TIMEOUT_S
 from kernelarc.runner.cuda_ipc import sharing_supported
 from kernelarc.runner.environment import describe_environment
 from kernelarc.runner.hack_checks import implausible_latency, same_bits, thread_injection
+from kernelarc.runner.hang_deadline import WorkloadClock
 from kernelarc.runner.inputs import CustomFn, Value, generate_inputs, seed_everything
 from kernelarc.runner.memory_pool import ShiftingInputPool
 from kernelarc.runner.outcome import Outcome, exception_log, make_trace
@@ -51,6 +56,7 @@ from kernelarc.runner.worker import worker_main
 from kernelarc.runner.worker_client import RunResult, WorkerClient, WorkerDied, WorkerTimedOut
 from kernelarc.runner.zygote import Zygote
 from kernelarc.schema import EvalRequest, EvalStatus, Performance, Trace, Workload
+from kernelarc.schema.solution import CPP_LANGUAGES
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +100,8 @@ class _Judge:
     sharing_proven: bool = False
     """A call with shared values completed in this run (a later worker death is the worker's)."""
     sharing_note: str = ""
+    clock: WorkloadClock | None = None
+    """The per-workload deadline (set by `evaluate_request`)."""
 
     def discard_worker(self) -> str:
         """Kill and reap the current worker; how it ended."""
@@ -128,6 +136,7 @@ def evaluate_request(request: EvalRequest, root: Path, zygote: Zygote) -> Iterat
         return
     seed_everything(request.seed)
     judge = _Judge(request=request, reference=reference, custom=custom, zygote=zygote)
+    judge.clock = WorkloadClock.for_request(request, _import_allowance_s(request))
     try:
         for index, workload in enumerate(request.workloads):
             logger.info("workload %s", workload.uuid)
@@ -148,10 +157,15 @@ def _evaluate_guarded(judge: _Judge, index: int, workload: Workload) -> Outcome:
         return stop.outcome
     except WorkerTimedOut:
         how = judge.discard_worker()
-        limit = judge.request.workload_timeout_s
+        deadline = judge.clock.describe() if judge.clock is not None else "its deadline"
         log = (
-            f"the solution worker overran workload_timeout_s={limit:g} s during {judge.phase} "
-            f"and was killed ({how}); the next workload gets a fresh worker"
+            f"the solution worker overran its deadline on this workload during {judge.phase} "
+            f"and was killed ({how}): {deadline}"
+        )
+        judge.fatal = Outcome(
+            EvalStatus.TIMEOUT,
+            f"not run: the candidate overran its deadline on workload {workload.uuid} "
+            f"({judge.phase}), so no later workload starts it again",
         )
         return Outcome(EvalStatus.TIMEOUT, log)
     except WorkerDied as exc:
@@ -160,15 +174,23 @@ def _evaluate_guarded(judge: _Judge, index: int, workload: Workload) -> Outcome:
         return Outcome(EvalStatus.RUNTIME_ERROR, log)
 
 
+def _import_allowance_s(request: EvalRequest) -> float:
+    """Extra deadline of the workload that starts a worker: a C++ solution builds at import."""
+    cpp = any(lang in CPP_LANGUAGES for lang in request.solution.spec.languages)
+    return DEFAULT_BUILD_TIMEOUT_S if cpp else 0.0
+
+
 def _ensure_worker(judge: _Judge) -> WorkerClient:
-    budget = judge.request.workload_timeout_s
+    assert judge.clock is not None
     if judge.worker is not None:
-        judge.worker.budget_s = budget
+        judge.worker.budget = judge.clock.budget
         return judge.worker
     judge.phase = "start (import)"
     share = judge.request.device == "cuda" and judge.share_cuda and sharing_supported()
+    judge.clock.worker_started()
+    logger.info("starting a solution worker")
     judge.worker = WorkerClient(judge.zygote, share_cuda=share)
-    judge.worker.budget_s = budget
+    judge.worker.budget = judge.clock.budget
     ready = judge.worker.wait_ready()
     if ready.kind == "import_error":
         judge.fatal = Outcome(EvalStatus.RUNTIME_ERROR, f"solution failed to import\n{ready.error}")
@@ -185,6 +207,8 @@ def _ensure_worker(judge: _Judge) -> WorkerClient:
 
 def _evaluate_workload(judge: _Judge, index: int, workload: Workload) -> Outcome:
     req = judge.request
+    assert judge.clock is not None
+    judge.clock.begin_workload()
     worker = _ensure_worker(judge)
     tally = _Tally()
     inputs: list[Value] = []
@@ -261,9 +285,12 @@ def _run_reference(judge: _Judge, inputs: list[Value]) -> tuple[list[torch.Tenso
     req = judge.request
     args: list[Any] = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
     try:
+        started = time.perf_counter()
         outputs = collect_outputs(judge.reference(*args), req.definition, req.device)
         if req.device == "cuda":
             torch.cuda.synchronize()
+        if judge.clock is not None:
+            judge.clock.reference_ran(time.perf_counter() - started)
     except Exception:
         raise _stop(EvalStatus.INVALID_REFERENCE, exception_log("reference run failed")) from None
     names = list(req.definition.inputs)

@@ -35,6 +35,30 @@ class TimingConfig(RecordModel):
     """Also time the reference on the same inputs."""
 
 
+class HangPolicy(RecordModel):
+    """When the judge calls a silent candidate hung (docs/architecture.md, "Hung candidates").
+
+    Per workload the candidate may take `allowance_s` (plus the build timeout for the workload
+    that imports a C++ solution) plus `reference_factor` times the reference's own time for the
+    calls it is asked to make there (correctness rounds, the timing probe, warm-up and timed
+    iterations), measured on the workload's first reference run; never more than
+    `EvalRequest.workload_timeout_s`, nor what is left of `EvalRequest.overall_timeout_s`. A
+    workload that overruns it is TIMEOUT, and every later workload of the request is TIMEOUT
+    without running the candidate again.
+    """
+
+    reference_factor: float = Field(default=100.0, gt=0)
+    """Multiple of the reference's own time for the same calls."""
+    allowance_s: float = Field(default=60.0, gt=0)
+    """Fixed seconds per workload: import, JIT compilation and autotuning on first calls."""
+
+    @classmethod
+    def for_device(cls, device: str) -> "HangPolicy":
+        """The default for a device: on the CPU a Triton kernel runs in the interpreter, often
+        hundreds of times slower than the eager reference, so the factor is larger there."""
+        return cls(reference_factor=1000.0) if device != "cuda" else cls()
+
+
 class EvalRequest(RecordModel):
     """What the host asks the in-sandbox runner to do (written as request.json)."""
 
@@ -55,9 +79,13 @@ class EvalRequest(RecordModel):
     problem_dir: str | None = None
     """Read-only problem dir, for safetensors inputs."""
     workload_timeout_s: float | None = Field(default=None, gt=0)
-    """Wall-clock budget of the solution worker per workload (import, rounds, timing); when it
-    runs out that workload is TIMEOUT and the next one gets a fresh worker. None: no per-workload
-    limit (the sandbox's overall timeout still applies)."""
+    """Hard cap on the solution worker's time per workload (import, rounds, timing), over the
+    deadline `hang` derives; None: no cap beyond that deadline."""
+    hang: HangPolicy = Field(default_factory=HangPolicy)
+    """How the per-workload deadline follows the workload (see HangPolicy)."""
+    overall_timeout_s: float | None = Field(default=None, gt=0)
+    """The sandbox's wall-clock limit of the whole evaluation; sandboxes fill it in, so the judge
+    ends a hung workload (and reports it) before the sandbox kills the runner. None: unknown."""
 
 
 class EvalResult(RecordModel):

@@ -259,3 +259,28 @@ def test_gpu_solutions_pass_timed_as_the_host_can(kernel: str, dps: bool) -> Non
         assert trace.evaluation is not None and trace.evaluation.performance is not None
         assert trace.evaluation.performance.timing_method == expected, trace.evaluation.log
         assert "cuda" in trace.evaluation.environment.libs
+
+
+def test_a_hung_candidate_costs_one_deadline_and_later_workloads_do_not_run() -> None:
+    """Issue 17: a kernel that sleeps forever held `kernelarc eval` for its whole timeout on a
+    two-workload problem. The judge now ends the first workload at a deadline derived from the
+    reference's time and reports every later one TIMEOUT without starting the candidate."""
+    from vector_add_request import vector_add_request
+
+    from kernelarc.schema import HangPolicy
+
+    sleeper = "import time\n\n\ndef run(x, y):\n    time.sleep(3600)\n    return x + y\n"
+    req = vector_add_request(sleeper, first_workload_only=False).model_copy(
+        update={"hang": HangPolicy(reference_factor=10.0, allowance_s=2.0)}
+    )
+    assert len(req.workloads) == 2
+    with LocalSandbox(warm_spare=False) as sandbox:
+        result = sandbox.evaluate(req, timeout_s=90.0)
+    assert [t.evaluation.status for t in result.traces if t.evaluation] == [EvalStatus.TIMEOUT] * 2
+    first, second = (t.evaluation for t in result.traces)
+    assert first is not None and second is not None
+    # The judge wrote both traces itself (the sandbox did not have to kill the runner).
+    assert "overran its deadline on this workload during round 0" in first.log
+    assert "2 s allowance" in first.log and "10 x the reference's" in first.log
+    assert second.log.startswith("not run: the candidate overran its deadline on workload")
+    assert result.stderr_tail.count("starting a solution worker") == 1
