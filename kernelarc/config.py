@@ -120,8 +120,15 @@ class SandboxConfig:
     """GPU index pinned with CUDA_VISIBLE_DEVICES (docker: the one GPU given to the container);
     `kernelarc eval` uses it; a campaign's executor gives each of its sandboxes its own GPU."""
     memory_limit_gb: float = 16.0
-    """Address-space limit on CPU (not applied on CUDA, which maps huge virtual ranges); docker:
-    the container's memory limit (host RAM, CPU and CUDA alike)."""
+    """What a runner process may use beyond the problem's data: the problem's input and output
+    bytes times the copies the protocol makes come on top (execution/memory_need.py). local:
+    the address-space limit of each runner process on CPU (not applied on CUDA, which maps huge
+    virtual ranges); docker: the container's memory limit, raised per problem (host RAM, CPU
+    and CUDA alike)."""
+    max_memory_gb: float | None = None
+    """local: the most a runner process may map whatever the problem; None = this machine's
+    memory. A problem whose reference alone needs more is refused before any candidate runs
+    (an infrastructure error, not the candidate's)."""
     network: bool = False
     """Allow network access from the sandbox (off: a new network namespace where possible)."""
     docker: DockerConfig = field(default_factory=DockerConfig)
@@ -145,7 +152,7 @@ class SandboxConfig:
             "warm_spare": self.warm_spare,
         }
         if self.kind != "docker":
-            return {**common, "jail": self.jail}
+            return {**common, "jail": self.jail, "max_memory_gb": self.max_memory_gb}
         return {**common, **asdict(self.docker)}
 
 

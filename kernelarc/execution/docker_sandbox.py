@@ -52,8 +52,9 @@ from docker.types import DeviceRequest, Ulimit
 
 from kernelarc.errors import SandboxError
 from kernelarc.execution.attach_stream import AttachStream, pump_until
+from kernelarc.execution.memory_need import GIB
 from kernelarc.execution.owned_dirs import host_owner, make_owned_dir, sweep_stale
-from kernelarc.execution.request_limits import runner_request
+from kernelarc.execution.request_limits import memory_limits, runner_request
 from kernelarc.execution.result_file import new_result_key, read_raw_traces, traces_after_run
 from kernelarc.runner.go_line import go_line
 from kernelarc.schema import EvalRequest, EvalResult, Trace
@@ -137,6 +138,8 @@ class _Slot:
     image_id: str = ""
     baseline_pids: frozenset[str] = frozenset()
     """Pids (the container's own) of its init and `sleep infinity`, listed at its start."""
+    memory_bytes: int | None = None
+    """The container's memory limit now (raised for a problem that needs more)."""
     spare: _Runner | None = None
     last_user: str | None = None
     """The user of the runner exec'd last (the next one alternates)."""
@@ -196,6 +199,7 @@ def _remove_container(container: Any) -> None:
 def _drop_container(slot: _Slot) -> None:
     container, pool_dir, spare = slot.container, slot.pool_dir, slot.spare
     slot.container, slot.pool_dir, slot.baseline_pids = None, None, frozenset()
+    slot.memory_bytes = None
     slot.spare = None
     if spare is not None:
         spare.close()
@@ -252,6 +256,7 @@ class DockerSandbox:
         self.image = image
         self.gpu = gpu
         self.memory_limit_gb = memory_limit_gb
+        self._engine_memory: int | None = None
         self.pids_limit = pids_limit
         self.cpus = cpus
         self.network = network
@@ -399,6 +404,7 @@ class DockerSandbox:
         notes: list[str] = []
         with slot.lock:
             self._ensure_container(slot, request.problem_dir, notes)
+            self._fit_memory(slot, request, notes)
             assert slot.pool_dir is not None
             runner = self._take_spare(slot, request.device)
             if runner is None:
@@ -445,6 +451,37 @@ class DockerSandbox:
             sandbox_notes=notes,
             sandbox_image=image_id,
         )
+
+    def _fit_memory(self, slot: _Slot, request: EvalRequest, notes: list[str]) -> None:
+        """Raise the container's memory limit to what the request's judge and worker hold
+        together beyond `memory_limit_gb` (memory_need.py), at most the engine host's memory.
+
+        Raises:
+            SandboxError: the reference alone needs more than the engine host has, or the
+                engine refused the new limit.
+        """
+        if self.memory_limit_gb is None or slot.memory_bytes is None:
+            return
+        if self._engine_memory is None:
+            with contextlib.suppress(*_DOCKER_ERRORS, KeyError, TypeError, ValueError):
+                self._engine_memory = int(self._client.info()["MemTotal"])
+        base = int(self.memory_limit_gb * GIB)
+        ceiling = max(self._engine_memory, base) if self._engine_memory else None
+        wanted = memory_limits(
+            request, base, ceiling, "the Docker engine host's memory"
+        ).container_bytes
+        if wanted <= slot.memory_bytes:
+            return
+        try:
+            slot.container.update(mem_limit=wanted, memswap_limit=wanted)
+        except _DOCKER_ERRORS as exc:
+            msg = f"cannot raise container {slot.container.short_id}'s memory limit: {exc}"
+            raise SandboxError(msg) from exc
+        notes.append(
+            f"container memory limit raised from {slot.memory_bytes / GIB:.3g} to "
+            f"{wanted / GIB:.3g} GiB for the problem's data"
+        )
+        slot.memory_bytes = wanted
 
     def _take_spare(self, slot: _Slot, device: str) -> _Runner | None:
         """The slot's spare if it is for `device` and still running (else it is dropped)."""
@@ -625,8 +662,9 @@ class DockerSandbox:
             "volumes": volumes,
         }
         if self.memory_limit_gb is not None:
-            limit = f"{int(self.memory_limit_gb * 1024)}m"
+            limit = int(self.memory_limit_gb * 1024) * 1024**2
             options.update(mem_limit=limit, memswap_limit=limit)
+            slot.memory_bytes = limit
         if self.cpus is not None:
             options["nano_cpus"] = int(self.cpus * 1e9)
         if slot.key.startswith("cuda:"):

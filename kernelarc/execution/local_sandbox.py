@@ -51,6 +51,7 @@ from typing import Literal
 
 from kernelarc.errors import SandboxError
 from kernelarc.execution import jail
+from kernelarc.execution.memory_need import machine_memory_bytes
 from kernelarc.execution.network import probe_isolation
 from kernelarc.execution.owned_dirs import make_owned_dir, sweep_stale
 from kernelarc.execution.process_limits import (
@@ -60,7 +61,7 @@ from kernelarc.execution.process_limits import (
     package_root,
     scrubbed_env,
 )
-from kernelarc.execution.request_limits import runner_request
+from kernelarc.execution.request_limits import memory_limits, runner_request
 from kernelarc.execution.result_file import new_result_key, read_raw_traces, traces_after_run
 from kernelarc.execution.runner_identities import Identity, IdentityPool, Lease
 from kernelarc.execution.runner_process import RunnerProcess, start
@@ -120,6 +121,7 @@ class LocalSandbox:
         *,
         gpu: int = 0,
         memory_limit_gb: float | None = 16.0,
+        max_memory_gb: float | None = None,
         network: bool = False,
         cache_dir: str | Path | None = None,
         cpu_time_limit_s: int | None = None,
@@ -135,7 +137,11 @@ class LocalSandbox:
         warm_spare: bool = True,
         spare_start: SpareStart = "auto",
     ) -> None:
-        """Options; `memory_limit_gb` applies on CPU only (CUDA maps huge virtual ranges).
+        """Options; the memory limits apply on CPU only (CUDA maps huge virtual ranges): each
+        runner process may map `memory_limit_gb` plus the problem's data times the copies the
+        protocol makes (`memory_need.py`), at most `max_memory_gb` (None: this machine's
+        memory); a problem whose reference alone exceeds that is refused (SandboxError).
+        `memory_limit_gb` None: no address-space limit at all.
 
         `cpu_time_limit_s` None means timeout x cores + 30 s; `cache_dir` None keeps the Triton
         and Inductor caches inside each evaluation's temp dir (no cross-candidate sharing).
@@ -150,6 +156,7 @@ class LocalSandbox:
             raise ValueError(msg)
         self.gpu = gpu
         self.memory_limit_gb = memory_limit_gb
+        self.max_memory_gb = max_memory_gb
         self.network = network
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.cpu_time_limit_s = cpu_time_limit_s
@@ -195,10 +202,34 @@ class LocalSandbox:
             functools.partial(self._start_spare, device, timeout_s)
         )
 
+    def _ceiling(self) -> tuple[int | None, str]:
+        """The most a runner process may map, and what sets it."""
+        if self.max_memory_gb is not None:
+            return int(self.max_memory_gb * GIB), "the sandbox's max_memory_gb"
+        return machine_memory_bytes(), "this machine's memory"
+
+    def _address_space(self, request: EvalRequest) -> int | None:
+        """The request's address-space limit (CPU, with a memory limit), see memory_need.py.
+
+        Raises:
+            SandboxError: the reference alone does not fit under the ceiling.
+        """
+        if request.device != "cpu" or self.memory_limit_gb is None:
+            return None
+        ceiling, name = self._ceiling()
+        base = int(self.memory_limit_gb * GIB)
+        if ceiling is not None:
+            ceiling = max(ceiling, base)
+        return memory_limits(request, base, ceiling, name).per_process_bytes
+
     def _limits(self, device: str, timeout_s: float) -> ResourceLimits:
+        # A runner starts with the ceiling (a spare does not know its request yet) and lowers
+        # it to its request's `address_space_bytes` before it starts any worker.
         address_space = None
         if device == "cpu" and self.memory_limit_gb is not None:
-            address_space = int(self.memory_limit_gb * GIB)
+            ceiling, _ = self._ceiling()
+            base = int(self.memory_limit_gb * GIB)
+            address_space = max(ceiling, base) if ceiling is not None else None
         cpu = self.cpu_time_limit_s
         if cpu is None:
             cpu = int(timeout_s * (os.cpu_count() or 1)) + 30
@@ -215,11 +246,13 @@ class LocalSandbox:
         failures become statuses, never exceptions.
 
         Raises:
-            SandboxError: the runner cannot be started.
+            SandboxError: the runner cannot be started, or the problem's reference alone needs
+                more memory than the sandbox may use (nothing runs then).
         """
         if not Path(self.python).is_file():
             msg = f"sandbox python {self.python!r} does not exist"
             raise SandboxError(msg)
+        address_space = self._address_space(request)
         started = time.monotonic()
         preparing = self._preparing
         if preparing is not None:  # a fork, and the cold start would queue behind it anyway
@@ -241,7 +274,7 @@ class LocalSandbox:
                     functools.partial(self._start_spare, request.device, timeout_s)
                 )
             key = new_result_key()
-            runner.go(runner_request(request, timeout_s).model_dump_json(), key)
+            runner.go(runner_request(request, timeout_s, address_space).model_dump_json(), key)
             run = runner.finish(timeout_s)
             raw, problem = read_raw_traces(runner.workdir / "result.json", key)
         finally:

@@ -64,7 +64,9 @@ def _run(request: EvalRequest, root: Path, result_path: Path, refused: str | Non
     try:
         if refused is None:
             from kernelarc.runner.evaluate import evaluate_request, start_zygote  # torch
+            from kernelarc.runner.memory_limit import apply_address_space
 
+            apply_address_space(request)  # before any worker exists: they inherit it
             zygote = start_zygote(request, root)
     except Exception:
         crash_log = "runner failed to start:\n" + traceback.format_exc()
