@@ -209,7 +209,12 @@ def _build_parser() -> argparse.ArgumentParser:
         help="a setting that defines the arms (repeatable; default: what the sweep varied)",
     )
     rep.add_argument("--confidence", type=float, default=0.95, help="interval level")
-    rep.add_argument("--ci", choices=["t", "bootstrap"], default="t", help="interval method")
+    rep.add_argument(
+        "--ci",
+        choices=["bootstrap", "t"],
+        default="bootstrap",
+        help="interval method (t intervals are cut to each quantity's range)",
+    )
     rep.add_argument("--no-mlflow", action="store_true", help="do not log the report to MLflow")
     sy = sub.add_parser(
         "sync",
@@ -313,7 +318,9 @@ def _cmd_eval(ns: argparse.Namespace) -> int:
         device="cuda" if device == "cuda" else "cpu",
         seed=ns.seed,
         correctness_rounds=ns.rounds,
-        timing=TimingConfig(warmup=warmup, iterations=iterations),
+        timing=TimingConfig(
+            warmup=warmup, iterations=iterations, budget_s=EvalConfig().budget_for(device)
+        ),
         problem_dir=str(problem.path.resolve()),
         hang=HangPolicy.for_device(device),
     )
@@ -546,7 +553,9 @@ def _verify(out: Path, requested: str, timeout_s: float) -> list[Any]:
     checks = verify_export(
         out,
         device=device,
-        timing=TimingConfig(warmup=warmup, iterations=iterations),
+        timing=TimingConfig(
+            warmup=warmup, iterations=iterations, budget_s=EvalConfig().budget_for(device)
+        ),
         timeout_s=timeout_s,
     )
     table = Table(title=f"kernelarc export --verify ({device})")

@@ -12,9 +12,14 @@ from kernelarc.errors import ConfigError
 
 #: Official SOL-ExecBench timing protocol, used on CUDA.
 CUDA_WARMUP, CUDA_ITERATIONS = 10, 50
-#: CPU timing is only a smoke signal (Triton runs in its interpreter); fewer iterations keep the
-#: offline demo quick. Traces label it `cpu_monotonic`.
-CPU_WARMUP, CPU_ITERATIONS = 1, 5
+#: CPU timing is a pipeline check, not kernel performance (Triton runs in its interpreter):
+#: the official iteration count, but the timed loop stops once its samples add up to
+#: CPU_TIMING_BUDGET_S (after at least 5), with one intra-op thread on one core (runner/timing.py)
+#: so the median is steady. Traces label it `cpu_monotonic`.
+CPU_WARMUP, CPU_ITERATIONS = 1, 50
+#: Fewest re-timing rounds the guard may decide on (guard.min_repeats and max_repeats).
+MIN_DECIDING_ROUNDS = 2
+CPU_TIMING_BUDGET_S = 1.0
 
 
 @dataclass
@@ -55,7 +60,8 @@ class EvalConfig:
     warmup: int | None = None
     """Untimed iterations; None = 10 on CUDA, 1 on CPU."""
     iterations: int | None = None
-    """Timed iterations (median reported); None = 50 on CUDA, 5 on CPU."""
+    """Timed iterations (median reported); None = 50 (on CPU the loop also stops once its
+    samples add up to 1 s, after at least 5)."""
     timeout_s: float = 180.0
     """Wall-clock limit of one sandboxed evaluation."""
     hang_allowance_s: float = 60.0
@@ -73,6 +79,11 @@ class EvalConfig:
                 f"{self.hang_allowance_s}, {self.hang_factor})"
             )
             raise ConfigError(msg)
+
+    def budget_for(self, device: str) -> float | None:
+        """Seconds of samples after which the CPU timed loop stops (None on CUDA: exactly
+        `iterations`, the official protocol)."""
+        return None if device == "cuda" else CPU_TIMING_BUDGET_S
 
     def timing_for(self, device: str) -> tuple[int, int]:
         """(warmup, iterations) for a device."""
@@ -425,10 +436,10 @@ class GuardConfig:
     min_gain: float = 0.01
     """Accept a challenger only if its latency ratio's CI lies below 1 - min_gain."""
     min_repeats: int | None = None
-    """Interleaved re-timing rounds before the first decision; None = 1 on CPU (a smoke
-    signal: one paired round), 3 on CUDA."""
+    """Interleaved re-timing rounds before the first decision, at least 2 (one round gives a
+    bootstrap interval of zero width, which decides nothing); None = 3."""
     max_repeats: int | None = None
-    """Re-timing rounds at most (undecided then: not accepted); None = 2 on CPU, 8 on CUDA."""
+    """Re-timing rounds at most (undecided then: not accepted); None = 6 on CPU, 8 on CUDA."""
     confidence: float = 0.95
     """Two-sided level of the bootstrap confidence interval."""
     resamples: int = 2000
@@ -442,7 +453,7 @@ class GuardConfig:
 
     def repeats_for(self, device: str) -> tuple[int, int]:
         """(min_repeats, max_repeats) for a device."""
-        default_min, default_max = (3, 8) if device == "cuda" else (1, 2)
+        default_min, default_max = (3, 8) if device == "cuda" else (MIN_DECIDING_ROUNDS + 1, 6)
         low = default_min if self.min_repeats is None else self.min_repeats
         high = default_max if self.max_repeats is None else self.max_repeats
         return min(low, high), high
@@ -451,8 +462,13 @@ class GuardConfig:
         if not 0.0 <= self.min_gain < 1.0:
             msg = f"guard.min_gain must be in [0, 1) (got {self.min_gain})"
             raise ConfigError(msg)
-        if any(n is not None and n < 1 for n in (self.min_repeats, self.max_repeats)):
-            msg = "guard.min_repeats and guard.max_repeats must be >= 1"
+        if any(
+            n is not None and n < MIN_DECIDING_ROUNDS for n in (self.min_repeats, self.max_repeats)
+        ):
+            msg = (
+                f"guard.min_repeats and guard.max_repeats must be >= {MIN_DECIDING_ROUNDS}: "
+                "one re-timing round gives a confidence interval of zero width"
+            )
             raise ConfigError(msg)
         if not 0.5 <= self.confidence < 1.0:
             msg = f"guard.confidence must be in [0.5, 1) (got {self.confidence})"

@@ -52,11 +52,12 @@ from kernelarc.tracking.attempts_log import read_attempts
 logger = logging.getLogger(__name__)
 
 #: Overrides every bench campaign gets before the user's `--set` ones: a quicker but still
-#: noise-aware guard (1-3 re-timing rounds instead of 3-8 on CUDA), 3 correctness rounds, a
-#: longer evaluation limit (max-autotune compiles), tracking off (attempts.jsonl has it all).
+#: noise-aware guard (2-3 re-timing rounds instead of 3-8 on CUDA; 2 is the least that decides),
+#: 3 correctness rounds, a longer evaluation limit (max-autotune compiles), tracking off
+#: (attempts.jsonl has it all).
 BENCH_OVERRIDES = (
     "tracking=none",
-    "guard.min_repeats=1",
+    "guard.min_repeats=2",
     "guard.max_repeats=3",
     "eval.timeout_s=420",
 )
@@ -245,7 +246,9 @@ def measure_baselines(
             device="cuda" if device == "cuda" else "cpu",
             seed=cfg.eval.seed,
             correctness_rounds=cfg.eval.correctness_rounds,
-            timing=TimingConfig(warmup=warmup, iterations=iterations),
+            timing=TimingConfig(
+                warmup=warmup, iterations=iterations, budget_s=cfg.eval.budget_for(device)
+            ),
             problem_dir=str(problem.path.resolve()),
         )
         started = time.monotonic()

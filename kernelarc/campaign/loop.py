@@ -110,6 +110,7 @@ class CampaignState:
 
 
 ProgressCallback = Callable[[Attempt, CampaignState], None]
+StateCallback = Callable[[CampaignState], None]
 
 
 @dataclass(frozen=True)
@@ -142,10 +143,14 @@ def run_campaign(
     tracker: Tracker,
     on_attempt: ProgressCallback | None = None,
     team: list[Agent] | None = None,
+    on_progress: StateCallback | None = None,
 ) -> CampaignSummary:
     """Run one campaign into `run_dir` and return its summary.
 
     `team` replaces the team built from `cfg.agents.team` (scripted agents in tests).
+    `on_attempt` is called once per recorded attempt; `on_progress` whenever the state changes
+    (after each attempt, and after conclusions are published), so a live view that renders the
+    state shows the counts the summary reports.
 
     With `cfg.resume` set, `run_dir` is that killed campaign's run dir and the campaign goes on
     from its attempts.jsonl (restore.py): the budget they spent, the incumbent, the conclusions
@@ -228,6 +233,7 @@ def run_campaign(
     worker = _AgentWorker(
         cfg, problem, device, executor, state, log, tracker, on_attempt, coordinator, ceiling
     )
+    worker.on_progress = on_progress
     threads = [
         threading.Thread(target=worker.run, args=(agent,), name=f"agent-{agent.name}", daemon=True)
         for agent in team
@@ -340,6 +346,7 @@ class _AgentWorker:
         self.log = log
         self.tracker = tracker
         self.on_attempt = on_attempt
+        self.on_progress: StateCallback | None = None
         self.coordinator = coordinator
         # Proposal concurrency, separate from the evaluation slots above.
         limit = cfg.budget.max_proposing
@@ -347,7 +354,9 @@ class _AgentWorker:
             threading.BoundedSemaphore(limit) if limit is not None else contextlib.nullcontext()
         )
         warmup, iterations = cfg.eval.timing_for(device)
-        self.timing = TimingConfig(warmup=warmup, iterations=iterations)
+        self.timing = TimingConfig(
+            warmup=warmup, iterations=iterations, budget_s=cfg.eval.budget_for(device)
+        )
         # coordination.guard=false (the ablation arm) turns the guard off whatever guard.* says.
         guard_cfg = replace(cfg.guard, enabled=cfg.guard.enabled and cfg.coordination.guard)
         self.settings: GuardSettings = guard_settings(guard_cfg, device)
@@ -406,6 +415,8 @@ class _AgentWorker:
             return
         with self.state.lock:
             self.state.conclusions += len(published)
+            if self.on_progress is not None:
+                self.on_progress(self.state)
         self._log_conclusions(published)
 
     def _log_conclusions(self, conclusions: list[Conclusion]) -> None:
@@ -597,6 +608,8 @@ class _AgentWorker:
         self._log_conclusions(retracted)
         if self.on_attempt is not None:
             self.on_attempt(attempt, state)
+        if self.on_progress is not None:
+            self.on_progress(state)
         return attempt
 
 

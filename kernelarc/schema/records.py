@@ -33,6 +33,10 @@ class TimingConfig(RecordModel):
     """Zero a 2x-L2 buffer before each CUDA iteration."""
     time_reference: bool = True
     """Also time the reference on the same inputs."""
+    budget_s: float | None = Field(default=None, gt=0)
+    """CPU only: the timed loop stops once its samples add up to this many seconds (after at
+    least `timing.CPU_MIN_SAMPLES`), so large CPU workloads do not take `iterations` slow calls;
+    None: exactly `iterations` (CUDA always)."""
 
 
 class HangPolicy(RecordModel):

@@ -42,7 +42,7 @@ def test_overrides_compose_into_the_offline_campaign(tmp_path: Path) -> None:
     assert (cfg.budget.candidates, cfg.seed, cfg.eval.correctness_rounds) == (64, 3, 3)
     assert cfg.tracking.kind == "none"
     assert [spec.kind for spec in cfg.agents.team] == list(OFFLINE_STRATEGIES)
-    assert cfg.guard.min_repeats == 1
+    assert cfg.guard.min_repeats == 2
     assert cfg.guard.max_repeats == 5  # the user's --set comes last
     assert cfg.guard.roofline.measure is True
 
