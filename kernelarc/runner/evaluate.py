@@ -52,6 +52,7 @@ from kernelarc.runner.memory_limit import (
     worker_out_of_memory,
 )
 from kernelarc.runner.outcome import Outcome, exception_log, make_trace
+from kernelarc.runner.phase_times import PhaseTimes
 from kernelarc.runner.reference_side import (
     generate,
     import_allowance_s,
@@ -161,25 +162,31 @@ def _evaluate_workload(judge: Judge, index: int, workload: Workload) -> Outcome:
     assert judge.clock is not None
     judge.clock.begin_workload()
     judge.oom.reset()
-    worker = _ensure_worker(judge)
+    times = judge.times = PhaseTimes()
+    with times.phase("worker start"):
+        worker = _ensure_worker(judge)
     tally = Tally()
     inputs: list[Value] = []
     for round_index in range(req.correctness_rounds):
         judge.phase = f"round {round_index}"
-        inputs = generate(judge, workload)
+        with times.phase("inputs"):
+            inputs = generate(judge, workload)
         run = _verified_call(judge, worker, index, workload, inputs, tally)
         worker = _ensure_worker(judge)  # a fresh one when IPC failed its first call
         reply = run.reply
         if tally.base_threads is None:
             tally.base_threads = (reply.threads_started, reply.threads_alive)
     judge.phase = "timing"
-    timed = worker.time(req.timing)
+    with times.phase("candidate timing"):
+        timed = worker.time(req.timing)
     _check_probes(judge, timed, tally)
     if timed.error:
         raise stop(EvalStatus.RUNTIME_ERROR, timed.error)
-    reference_latency, notes = time_reference(judge, inputs)
+    with times.phase("reference timing"):
+        reference_latency, notes = time_reference(judge, inputs)
     judge.phase = "timing probe"
     _probe(judge, worker, index, workload, tally)
+    logger.info("workload %s took %s", workload.uuid, times.summary())
     observed_s, transfer_s = min(tally.warm)
     logger.info(
         "timing check: claimed %.4g ms, verified calls took >= %.4g ms (transfer %.4g ms, %s)",
@@ -218,7 +225,8 @@ def _probe(
         torch.manual_seed(seed)
         random.seed(seed)
         try:
-            inputs = generate(judge, workload)
+            with judge.times.phase("inputs"):
+                inputs = generate(judge, workload)
             _verified_call(judge, worker, index, workload, inputs, tally)
         finally:
             random.setstate(python_state)
@@ -244,9 +252,12 @@ def _verified_call(
 ) -> RunResult:
     """Reference and candidate on the same inputs; raises Stop unless the outputs match."""
     req = judge.request
-    refs, ref_changed = run_reference(judge, inputs)
+    times = judge.times
+    with times.phase("reference"):
+        refs, ref_changed = run_reference(judge, inputs)
     max_blob = 4 * sum(r.nbytes for r in refs) + (16 << 20)
-    run = _run_call(judge, worker, index, inputs, max_blob)
+    with times.phase("candidate calls (with transfers)"):
+        run = _run_call(judge, worker, index, inputs, max_blob)
     reply = run.reply
     _check_probes(judge, reply, tally)
     if reply.error:
@@ -258,14 +269,16 @@ def _verified_call(
             log = f"lazy or subclass output: output {name!r} is a {kind}, not a plain torch.Tensor"
             raise stop(EvalStatus.REWARD_HACK, log)
     started = time.thread_time()
-    outputs = _load_outputs(run, req.device, names)
+    with times.phase("outputs received"):
+        outputs = _load_outputs(run, req.device, names)
     if tally.base_threads is not None:
         # Wall time, or the worker's CPU time when smaller (a loaded host delays the worker's
         # wake-ups, not its CPU use): the evidence the work took at least this long.
         observed = run.round_trip_s if run.cpu_s is None else min(run.round_trip_s, run.cpu_s)
         transfer = run.pack_s + run.unpack_s + time.thread_time() - started
         tally.warm.append((observed, transfer))
-    _check_outputs(judge, workload, outputs, refs, tally.worst)
+    with times.phase("comparison"):
+        _check_outputs(judge, workload, outputs, refs, tally.worst)
     changed = [
         n for n in reply.mutated_inputs if n in req.definition.inputs and n not in ref_changed
     ]

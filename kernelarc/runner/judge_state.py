@@ -10,6 +10,7 @@ from kernelarc.runner.hang_deadline import WorkloadClock
 from kernelarc.runner.inputs import CustomFn
 from kernelarc.runner.memory_limit import OomWatch
 from kernelarc.runner.outcome import Outcome
+from kernelarc.runner.phase_times import PhaseTimes
 from kernelarc.runner.worker_client import WorkerClient
 from kernelarc.runner.zygote import Zygote
 from kernelarc.schema import EvalRequest, EvalStatus
@@ -50,6 +51,8 @@ class Judge:
     sharing_note: str = ""
     clock: WorkloadClock | None = None
     """The per-workload deadline (set by `evaluate_request`)."""
+    times: PhaseTimes = field(default_factory=PhaseTimes)
+    """Where the current workload's time goes (logged at its end)."""
     oom: OomWatch = field(default_factory=OomWatch)
     """The out-of-memory killer's counters at the workload's start."""
 

@@ -77,6 +77,7 @@ def time_reference(judge: Judge, inputs: list[Value]) -> tuple[float, str]:
             warmup=req.timing.warmup,
             iterations=req.timing.iterations,
             flush_l2=req.timing.flush_l2,
+            budget_s=req.timing.budget_s,
         )
     except Exception:
         # As upstream: a reference that cannot be timed gives latency 0, not a failure.

@@ -24,6 +24,7 @@ import torch
 from pydantic import ValidationError
 
 from kernelarc.runner.channel import (
+    Blob,
     ChannelError,
     WorkerReply,
     pack_values,
@@ -51,7 +52,7 @@ class RunResult:
     """A worker's answer to one `run` request, with the judge's own measurements."""
 
     reply: WorkerReply
-    blob: bytes
+    blob: Blob
     round_trip_s: float
     """Judge-measured wall time from sending the inputs to having the outputs."""
     pack_s: float
@@ -159,7 +160,7 @@ class WorkerClient:
         """
         started = time.thread_time()  # CPU time: preemption on a loaded host is not counted
         header: dict[str, Any] = {"kind": "run", "workload": workload}
-        blob = b""
+        blob: Blob = b""
         staged: list[Any] = []
         if self.share_cuda:
             try:
@@ -233,6 +234,7 @@ class WorkerClient:
             "warmup": config.warmup,
             "iterations": config.iterations,
             "flush_l2": config.flush_l2,
+            "budget_s": config.budget_s,
         }
         self._send(header, b"")
         reply, _, _ = self._receive(("time",), _REPLY_HEADER_ONLY)
@@ -291,7 +293,7 @@ class WorkerClient:
     def _charge(self, seconds: float) -> None:
         self.budget.charge(seconds)
 
-    def _send(self, header: dict[str, Any], blob: bytes) -> None:
+    def _send(self, header: dict[str, Any], blob: Blob) -> None:
         self._sock.settimeout(self._timeout())
         started = time.perf_counter()
         self._sent_at = started
@@ -305,7 +307,7 @@ class WorkerClient:
         finally:
             self._charge(time.perf_counter() - started)
 
-    def _receive(self, kinds: tuple[str, ...], max_blob: int) -> tuple[WorkerReply, bytes, float]:
+    def _receive(self, kinds: tuple[str, ...], max_blob: int) -> tuple[WorkerReply, Blob, float]:
         self._sock.settimeout(self._timeout())
         started = time.perf_counter()
         try:
