@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelarc.errors import ConfigError
+from kernelarc.guard.score import score_attempt
 from kernelarc.problems.files import Problem
 from kernelarc.schema import Attempt, Solution
 from leaderboard.inputs import CampaignInput, check_definitions, load_run_dir, sol_bounds
 from leaderboard.rules import check_exportable, explicit_solution
-from leaderboard.score import Baseline, compile_baseline, score_attempt
 from leaderboard.selection import Candidate, Choice, qualifies, select
 from leaderboard.serialize import dump_json, write_text
 
@@ -93,16 +93,12 @@ def plan_export(inputs: Sequence[CampaignInput], timestamp: str | None = None) -
     known = check_definitions(inputs)
     candidates = []
     for order, campaign in enumerate(inputs):
-        baselines: dict[str, Baseline | None] = {}
         for attempt in campaign.attempts:
             if not qualifies(attempt) or not _finite(attempt):
                 continue
             problem = _problem_for(campaign, attempt, known)
-            if attempt.problem not in baselines:
-                same = (a for a in campaign.attempts if a.problem == attempt.problem)
-                baselines[attempt.problem] = compile_baseline(same)
             bounds, source = sol_bounds(attempt, problem)
-            score = score_attempt(attempt, baselines[attempt.problem], bounds, source)
+            score = score_attempt(attempt, bounds, source)
             candidates.append(Candidate(campaign.label, order, attempt, score))
     everything = [a for c in inputs for a in c.attempts]
     selection = select(candidates, everything)
