@@ -26,7 +26,6 @@ from kernelarc.cli import limit_mlflow_retries
 from kernelarc.config import CampaignConfig
 from kernelarc.errors import KernelarcError
 from kernelarc.report.sol_score import SolScorer
-from kernelarc.schema import Attempt
 from kernelarc.tracking import keys, make_tracker
 from kernelarc.tracking.run_metadata import campaign_tags, flatten_config, run_name
 
@@ -143,10 +142,11 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
     try:
         with Live(_view(cfg, None), console=console, refresh_per_second=2) as live:
 
-            def on_attempt(attempt: Attempt, state: CampaignState) -> None:
+            def on_progress(state: CampaignState) -> None:
                 live.update(_view(cfg, state))
 
-            summary = run_campaign(cfg, run_dir, tracker, on_attempt)
+            # After conclusions too: the footer counts what the summary will (issue 17).
+            summary = run_campaign(cfg, run_dir, tracker, on_progress=on_progress)
         status = summary.status
         summary_metrics = {
             "campaign/wall_s": round(time.monotonic() - started, 3),
