@@ -64,7 +64,7 @@ class EvalConfig:
     samples add up to 1 s, after at least 5)."""
     timeout_s: float = 180.0
     """Wall-clock limit of one sandboxed evaluation."""
-    hang_allowance_s: float = 60.0
+    hang_allowance_s: float = 120.0
     """Per workload, a silent candidate is TIMEOUT after this plus `hang_factor` times the
     reference's own time for the same calls (capped by `timeout_s`); later workloads are then
     TIMEOUT without running it again (schema.HangPolicy)."""

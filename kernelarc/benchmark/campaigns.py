@@ -53,13 +53,14 @@ logger = logging.getLogger(__name__)
 
 #: Overrides every bench campaign gets before the user's `--set` ones: a quicker but still
 #: noise-aware guard (2-3 re-timing rounds instead of 3-8 on CUDA; 2 is the least that decides),
-#: 3 correctness rounds, a longer evaluation limit (max-autotune compiles), tracking off
-#: (attempts.jsonl has it all).
+#: 3 correctness rounds, a longer evaluation limit and hang allowance (max-autotune compiles on
+#: its first call), tracking off (attempts.jsonl has it all).
 BENCH_OVERRIDES = (
     "tracking=none",
     "guard.min_repeats=2",
     "guard.max_repeats=3",
     "eval.timeout_s=420",
+    "eval.hang_allowance_s=400",
 )
 #: Share of a problem's time slice given to its campaign; the rest covers the evaluation in
 #: flight at the deadline, the guard's re-timing of it, and the baselines measured afterwards.

@@ -53,7 +53,7 @@ class HangPolicy(RecordModel):
 
     reference_factor: float = Field(default=100.0, gt=0)
     """Multiple of the reference's own time for the same calls."""
-    allowance_s: float = Field(default=60.0, gt=0)
+    allowance_s: float = Field(default=120.0, gt=0)
     """Fixed seconds per workload: import, JIT compilation and autotuning on first calls."""
 
     @classmethod
