@@ -1,8 +1,12 @@
 """`kernelarc campaign`: the Hydra app that composes conf/ and runs one campaign per job; with
 `resume=RUN_DIR` it continues a killed campaign in its run dir (campaign_resume.py)."""
 
-import importlib.util
+import contextlib
 import logging
+import os
+import re
+import shutil
+import signal
 import sys
 import time
 from pathlib import Path
@@ -11,78 +15,168 @@ from typing import Any
 import hydra
 from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
-from rich.live import Live
 from rich.markup import escape
-from rich.table import Table
 
-from kernelarc.campaign import CampaignState, CampaignSummary, run_campaign
+from kernelarc.campaign import run_campaign
 from kernelarc.campaign.device import resolve_device
 from kernelarc.campaign.restore import CONFIG_FILE, recorded_attempts
-from kernelarc.campaign.team_stats import team_stats
+from kernelarc.campaign.run_record import mark_interrupted
+from kernelarc.campaign_console import CampaignConsole, print_summary
+from kernelarc.campaign_help import (
+    config_dir,
+    config_path,
+    launcher_check,
+    register_help_resolvers,
+)
 from kernelarc.campaign_resume import resume_args, resumed_config
 from kernelarc.cli import limit_mlflow_retries
+from kernelarc.command_paths import command, display_path
 from kernelarc.config import CampaignConfig
-from kernelarc.errors import KernelarcError
+from kernelarc.console_tables import make_console
+from kernelarc.errors import ConfigError, KernelarcError
+from kernelarc.override_keys import check_override_keys, config_groups
+from kernelarc.problems.builtin_set import builtin_names, resolve_problem
+from kernelarc.problems.files import Problem
 from kernelarc.report.sol_score import SolScorer
+from kernelarc.sweep_summary import failed_jobs, record_failure
 from kernelarc.tracking import keys, make_tracker
 from kernelarc.tracking.run_metadata import campaign_tags, flatten_config, run_name
 
 logger = logging.getLogger(__name__)
 
 ConfigStore.instance().store(name="campaign_schema", node=CampaignConfig)
+register_help_resolvers()
 
 
-def _config_path() -> str:
-    """The conf/ beside this kernelarc package (a checkout), else `pkg://kernelarc.conf`.
+_EXCLUSIVE_FLAGS = {
+    "-m": "--multirun",
+    "--multirun": "--multirun",
+    "-c": "--cfg",
+    "--cfg": "--cfg",
+    "-i": "--info",
+    "--info": "--info",
+    "-sc": "--shell-completion",
+    "--shell-completion": "--shell-completion",
+    "-r": "--run",
+    "--run": "--run",
+}
 
-    The checkout's conf/ comes first so that code and configs always come from the same tree:
-    an editable install of another checkout maps `kernelarc.conf` to that checkout's conf/.
-    """
-    checkout = Path(__file__).resolve().parents[1] / "conf"
-    if (checkout / "campaign.yaml").is_file():
-        return str(checkout)
-    if importlib.util.find_spec("kernelarc.conf") is not None:
-        return "pkg://kernelarc.conf"
-    return str(checkout)
 
-
-def run_hydra_campaign(args: list[str]) -> int:
+def run_hydra_campaign(args: list[str], prog: str = "kernelarc campaign") -> int:
     """Run the Hydra app with `args` as its command line; return the exit status."""
     try:
         args = resume_args(args)
+        _check_command_line(args)
     except KernelarcError as exc:
         _print_error(exc)
         return 2
+    _completion_line()
     saved = sys.argv
-    sys.argv = ["kernelarc campaign", *args]
+    sys.argv = [prog, *args]
     try:
         _hydra_main()
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else 1
+    except KeyboardInterrupt:  # before or between jobs: nothing of a campaign to mark
+        Console(stderr=True).print("\ninterrupted", highlight=False)
+        return 130
     finally:
         sys.argv = saved
-    return 0
+    return 1 if failed_jobs() else 0
 
 
-@hydra.main(version_base="1.3", config_path=_config_path(), config_name="campaign")
+def _check_command_line(args: list[str]) -> None:
+    """Errors Hydra would report with a traceback or a misleading hint, before it runs.
+
+    Raises:
+        ConfigError: two of Hydra's mode flags, or an override of a key the schema lacks.
+    """
+    modes = sorted({_EXCLUSIVE_FLAGS[a] for a in args if a in _EXCLUSIVE_FLAGS})
+    if len(modes) > 1:
+        msg = (
+            f"{' and '.join(modes)} cannot be combined: --cfg and --info show one job's config "
+            "(drop -m and give one value per key, e.g. `kernelarc campaign --cfg job seed=0`)"
+        )
+        raise ConfigError(msg)
+    check_override_keys(args, config_groups(config_dir()))
+    launcher_check(args)
+
+
+def _completion_line() -> None:
+    """Shell completion asks `kernelarc -sc query=bash` with the whole line in COMP_LINE;
+    Hydra completes overrides, so the `campaign` word must not be taken for one."""
+    line = os.environ.get("COMP_LINE")
+    if line is not None:
+        os.environ["COMP_LINE"] = re.sub(r"^(\s*\S+)\s+campaign(\s|$)", r"\1\2", line, count=1)
+
+
+@hydra.main(version_base="1.3", config_path=config_path(), config_name="campaign")
 def _hydra_main(dict_cfg: DictConfig) -> float | None:
+    hydra_cfg = HydraConfig.get()
+    run_dir = Path(hydra_cfg.runtime.output_dir)
+    multirun = hydra_cfg.mode == RunMode.MULTIRUN
     try:
-        run_dir = Path(HydraConfig.get().runtime.output_dir)
         if dict_cfg.get("resume"):
             # Resumes run with the recorded config (resume_args pointed Hydra at the run dir).
-            dict_cfg = resumed_config(dict_cfg, list(HydraConfig.get().overrides.task), run_dir)
+            dict_cfg = resumed_config(dict_cfg, list(hydra_cfg.overrides.task), run_dir)
         cfg = OmegaConf.to_object(dict_cfg)
         assert isinstance(cfg, CampaignConfig)
         return _run(cfg, dict_cfg, run_dir)
     except KernelarcError as exc:
         _print_error(exc)
-        raise SystemExit(2) from exc
+        _failed_job(run_dir, str(exc), multirun)
+        if not multirun:
+            raise SystemExit(2) from exc
+    except Exception as exc:
+        if not multirun:
+            raise
+        # One broken job must not end the sweep (the basic launcher would stop at it).
+        logger.exception("job failed")
+        _print_error(KernelarcError(f"{type(exc).__name__}: {exc} (traceback in {run_dir})"))
+        _failed_job(run_dir, f"{type(exc).__name__}: {exc}", multirun)
+    return None
+
+
+def _failed_job(run_dir: Path, error: str, multirun: bool) -> None:
+    """Undo what Hydra made for a job that never started, and note it in a sweep."""
+    started = (run_dir / "campaign.json").is_file() or (run_dir / "attempts.jsonl").is_file()
+    if not started:
+        _remove_unstarted(run_dir)
+    if multirun:
+        hydra_cfg = HydraConfig.get()
+        record_failure(
+            Path(hydra_cfg.sweep.dir),
+            int(hydra_cfg.job.num),
+            list(hydra_cfg.overrides.task),
+            error,
+        )
+
+
+def _remove_unstarted(run_dir: Path) -> None:
+    """Remove a run dir that holds only what Hydra and the start wrote (.hydra/, the log,
+    config.yaml): a campaign that never started leaves nothing behind. Anything else stays."""
+    ours = {".hydra", "kernelarc.log", CONFIG_FILE}
+    try:
+        entries = list(run_dir.iterdir())
+    except OSError:
+        return
+    if any(entry.name not in ours for entry in entries):
+        return
+    for entry in entries:
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        run_dir.rmdir()
 
 
 def _print_error(exc: KernelarcError) -> None:
-    """The error on stderr, its text escaped: `[compiler,llm:tiling]` is not Rich markup."""
+    """The error on stderr, on its own line, its text escaped: `[compiler,llm:tiling]` is not
+    Rich markup."""
     Console(stderr=True).print(
         f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True
     )
@@ -93,7 +187,42 @@ def default_tracking_uri() -> str:
     return f"sqlite:///{Path.cwd().resolve() / 'mlflow.db'}"
 
 
+def _validate(cfg: CampaignConfig, console: Console) -> Problem:
+    """Check what can be checked before anything is created (run dir files, MLflow runs); print
+    the problem's warnings; return the problem.
+
+    Raises:
+        ConfigError, ProblemFormatError: the problem or device cannot be used.
+    """
+    note = unused_llm_note(cfg)
+    if note:
+        console.print(f"warning: {note}", markup=False, highlight=False, soft_wrap=True)
+        logger.info("%s", note)
+    problem = resolve_problem(cfg.problem, cfg.workloads)
+    for warning in problem.warnings:
+        console.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+        logger.info("problem: %s", warning)
+    resolve_device(cfg.device)
+    return problem
+
+
+def unused_llm_note(cfg: CampaignConfig) -> str | None:
+    """A warning when an LLM endpoint is configured but no member of the team would use it."""
+    if cfg.llm.kind == "none" or any(spec.kind == "llm" for spec in cfg.agents.team):
+        return None
+    return (
+        f"llm={cfg.llm.kind} is set but no member of agents.team uses an LLM (the team is "
+        f"{', '.join(spec.name or spec.kind for spec in cfg.agents.team)}), so no LLM is "
+        "called; pick agents=llm (LLM agents only) or agents=mixed (LLM and offline agents), "
+        "or add `llm:<strategy>` members to agents.team"
+    )
+
+
 def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | None:
+    console = make_console(stderr=True)
+    problem = _validate(cfg, console)
+    # The problem tag groups campaigns by definition; the source says where it came from.
+    source = cfg.problem if cfg.problem in builtin_names() else str(problem.path.resolve())
     run_dir.mkdir(parents=True, exist_ok=True)
     # config.yaml describes the campaign (a later resume reads it): `resume` is not part of it.
     recorded = dict_cfg.copy()
@@ -127,6 +256,8 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
             device=resolve_device(cfg.device),
             choices=dict(hydra_cfg.runtime.choices),
             overrides=overrides,
+            problem_name=problem.name,
+            problem_source=source,
         ),
         "config_yaml": config_yaml,
     }
@@ -136,17 +267,20 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
         resume_tracking(**opening, attempts=recorded_attempts(run_dir))
     else:
         tracker.start_campaign(**opening)
-    console = Console(stderr=True)
     status, summary_metrics = "FAILED", {}
     started = time.monotonic()
+    view = CampaignConsole(cfg, console, resolve_device(cfg.device))
     try:
-        with Live(_view(cfg, None), console=console, refresh_per_second=2) as live:
-
-            def on_progress(state: CampaignState) -> None:
-                live.update(_view(cfg, state))
-
-            # After conclusions too: the footer counts what the summary will (issue 17).
-            summary = run_campaign(cfg, run_dir, tracker, on_progress=on_progress)
+        with view:
+            # on_progress after conclusions too: the footer counts what the summary will (issue 17).
+            summary = run_campaign(
+                cfg,
+                run_dir,
+                tracker,
+                view.on_attempt,
+                on_progress=view.on_progress,
+                on_idle=view.on_idle,
+            )
         status = summary.status
         summary_metrics = {
             "campaign/wall_s": round(time.monotonic() - started, 3),
@@ -157,13 +291,40 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
             summary_metrics.update({keys.THROUGHPUT_PREFIX + k: v for k, v in numbers})
     except KeyboardInterrupt:
         status = "KILLED"
-        raise
+        # A second Ctrl-C while the marks are written is ignored: they are what a resume needs.
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            tracker.finish(status, summary_metrics)
+            _interrupted(console, cfg, run_dir)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        raise SystemExit(130) from None
     finally:
-        tracker.finish(status, summary_metrics)
+        tracker.finish(status, summary_metrics)  # once: a second call does nothing
     if cfg.tracking.kind == "mlflow":
         _sync_at_end(console, run_dir, uri, experiment)
-    _print_summary(console, cfg, summary, tracker.ui_hint())
+    print_summary(console, cfg, summary, view.idle, tracker)
     return summary.best.speedup if summary.best else None
+
+
+def _interrupted(console: Console, cfg: CampaignConfig, run_dir: Path) -> None:
+    """Ctrl-C: mark campaign.json INTERRUPTED (MLflow's runs are KILLED by `finish`) and say
+    how to go on."""
+    mark_interrupted(run_dir)
+    done = len(recorded_attempts(run_dir)) if (run_dir / "attempts.jsonl").is_file() else 0
+    console.print(
+        f"\nInterrupted: {done} of {cfg.budget.candidates} candidates recorded in "
+        f"{display_path(run_dir)}/attempts.jsonl; the evaluations in flight were stopped.",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+    console.print(
+        f"Continue with: {command('kernelarc')} resume {display_path(run_dir)}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -192,77 +353,3 @@ def _sync_at_end(console: Console, run_dir: Path, uri: str, experiment: str) -> 
         return
     if report.changed:
         console.print(f"MLflow sync: {report.describe()}", highlight=False, soft_wrap=True)
-
-
-def _view(cfg: CampaignConfig, state: CampaignState | None) -> Table:
-    """The live progress: budget, best, coordination counts, and one row per agent (called
-    from the loop's progress callback, under its lock, so the state is consistent)."""
-    switches = [
-        k for k in ("memory", "guard", "peer_state", "drafting") if getattr(cfg.coordination, k)
-    ]
-    table = Table(
-        title=f"campaign {cfg.name} on {Path(cfg.problem).name}  (coordination: "
-        f"{', '.join(switches) or 'none'})",
-        title_justify="left",
-    )
-    table.add_column("agent", no_wrap=True)
-    table.add_column("strategy", no_wrap=True)
-    table.add_column("model")
-    for column in ("tried", "ok", "best", "drafts", "tokens", "cost"):
-        table.add_column(column, justify="right")
-    if state is None:
-        table.caption = f"budget 0/{cfg.budget.candidates}: starting"
-        return table
-    stats = team_stats(state.attempts, state.roster)
-    for row in stats:
-        table.add_row(
-            row.name,
-            row.strategy,
-            row.model or "-",
-            str(row.attempts),
-            str(row.passed),
-            f"{row.best_speedup:.2f}x" if row.best_speedup is not None else "-",
-            str(row.drafts),
-            str(row.tokens),
-            f"${row.cost_usd:.3f}",
-        )
-    best = f"{state.best_speedup:.2f}x" if state.best_speedup else "-"
-    tokens = sum(r.tokens for r in stats)
-    cost = sum(r.cost_usd for r in stats)
-    table.caption = (
-        f"budget {len(state.attempts)}/{state.budget}  best {best}  failures {state.failures}  "
-        f"conclusions {state.conclusions} ({state.retracted} retracted)  drafts {state.drafts}  "
-        f"guard runs {state.guard_evaluations}  tokens {tokens}  cost ${cost:.4f}"
-    )
-    return table
-
-
-def _print_summary(
-    console: Console, cfg: CampaignConfig, summary: CampaignSummary, ui_hint: str | None
-) -> None:
-    best = summary.best
-    console.print(
-        f"\n[bold]Campaign {cfg.name}[/] on [bold]{summary.problem}[/] ({summary.device}): "
-        f"{summary.attempts} candidates, {summary.passed} passed, {summary.failures} failed; "
-        f"{summary.conclusions} conclusions ({summary.retracted} retracted), "
-        f"{summary.drafts} drafts."
-    )
-    if best is not None:
-        console.print(
-            f"Best: {best.proposal.id} by {best.proposal.agent} "
-            f"({best.proposal.rationale}) speedup {best.speedup:.2f}x over the reference."
-        )
-    else:
-        console.print("No correct candidate was found.")
-    rate = summary.throughput
-    if rate is not None:
-        console.print(
-            f"Throughput: {rate.candidates_per_min:.2f} candidates/min "
-            f"({rate.candidates_per_min_per_gpu:.2f} per timed slot, executor {rate.executor}), "
-            f"timed slots busy {rate.timed_busy_fraction:.0%}, "
-            f"mean queue wait {rate.queue_wait_s_mean:.1f} s."
-        )
-    console.print(f"Run dir:   {summary.run_dir.resolve()}  (attempts.jsonl, campaign.json)")
-    console.print(f"Export:    kernelarc export {summary.run_dir} --out exports/")
-    if ui_hint:
-        console.print(f"MLflow UI: {ui_hint}  (experiment {cfg.tracking.experiment or cfg.name!r})")

@@ -16,10 +16,12 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from kernelarc import __version__
+from kernelarc.console_tables import make_console, print_table
 from kernelarc.errors import ConfigError, KernelarcError
+from kernelarc.problems_cli import add_problems_parser
+from kernelarc.timing_labels import CPU_TIMING_NOTE, cpu_timed_traces
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +35,7 @@ examples:
   kernelarc export outputs/kernelarc/2026-12-02_10-00-00 --out exports/
   kernelarc sync outputs/kernelarc/2026-12-02_10-00-00
   kernelarc report multirun/kernelarc/2026-12-02_10-00-00 --out reports/ablation
+  kernelarc problems import kernelbench ~/KernelBench/KernelBench --out kb_problems
 run `kernelarc campaign --help` for every campaign setting.
 """
 
@@ -61,12 +64,14 @@ agent and strategy (the speedup each added to the incumbent). Writes OUT/report.
 self-contained page), report.json, arms.csv, runs.csv and PNG plots, and logs them to MLflow as
 a run of the campaigns' experiment (kernelarc.kind = report). See docs/mlflow.md.
 
-TARGET: a run dir, a folder of run dirs (a multirun sweep dir), or an MLflow experiment name
-(read from --tracking-uri, else $MLFLOW_TRACKING_URI, else sqlite:///$PWD/mlflow.db).
+TARGET: a run dir, a folder of run dirs (a multirun sweep dir), or experiment:NAME, an MLflow
+experiment (read from --tracking-uri, else $MLFLOW_TRACKING_URI, else sqlite:///$PWD/mlflow.db);
+a bare NAME that is not a folder here is taken as an experiment too. Folders without a run in
+them are skipped and listed. On a CPU the numbers are a pipeline check, not performance.
 
 examples:
   kernelarc report multirun/kernelarc/2026-12-02_10-00-00
-  kernelarc report kernelarc --tracking-uri http://127.0.0.1:5000 --budget 20 --target 1.5
+  kernelarc report experiment:kernelarc --tracking-uri http://127.0.0.1:5000 --budget 20
   kernelarc report outputs/a/*/ outputs/b/*/ --arm-by name --out reports/a-vs-b --no-mlflow
 """
 
@@ -91,9 +96,12 @@ examples:
 _EPILOG_EVAL = """\
 Evaluates SOLUTION on every workload of PROBLEM exactly as a campaign does (sandboxed process,
 10 correctness rounds with seed 200, median timing) and prints one SOL-ExecBench Trace per
-workload. Exit status 0 iff every workload PASSED, 1 otherwise, 2 for bad input.
+workload. --reference evaluates the definition's reference itself: a check of a new problem
+dir in seconds. Exit status 0 iff every workload PASSED, 1 otherwise, 2 for bad input (a
+problem or solution that does not load, a solution for another definition).
 
 examples:
+  kernelarc eval ./my_problem --reference --device cpu      # does a new problem dir work?
   kernelarc eval kernelarc/problems/builtin/rmsnorm --solution exports/rmsnorm/solution.json
   kernelarc eval ./my_problem --solution sol.json --device cuda --json -o traces.jsonl
   kernelarc eval rmsnorm --solution sol.json --workloads workload_gpu.jsonl
@@ -127,6 +135,8 @@ examples:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `kernelarc` console script."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in ("-sc", "--shell-completion"):
+        return _shell_completion(args)
     if args and args[0] == "campaign":
         # Hydra parses its own argv; hand it everything after the subcommand.
         from kernelarc.campaign_cli import run_hydra_campaign
@@ -136,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         from kernelarc.campaign_cli import run_hydra_campaign
 
         return run_hydra_campaign([f"resume={args[1]}", *args[2:]])
-    parser = _build_parser()
+    parser = build_parser()
     ns = parser.parse_args(args)
     if ns.command is None:
         parser.print_help()
@@ -152,6 +162,10 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_sync(ns)
         if ns.command == "report":
             return _cmd_report(ns)
+        if ns.command == "problems":
+            from kernelarc.problems_cli import run_problems_command
+
+            return run_problems_command(ns)
     except KernelarcError as exc:
         Console(stderr=True).print(
             f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True
@@ -161,7 +175,30 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
-def _build_parser() -> argparse.ArgumentParser:
+_COMMANDS = ("campaign", "resume", "eval", "export", "replay", "sync", "report", "problems")
+
+
+def _shell_completion(args: list[str]) -> int:
+    """`kernelarc -sc install=bash` (Hydra's shell completion, set up for `kernelarc`) and the
+    queries it makes: a command name is completed here, `campaign` overrides by Hydra, the
+    other commands' arguments by the shell's file completion."""
+    from kernelarc.campaign_cli import run_hydra_campaign
+
+    line = os.environ.get("COMP_LINE", "")
+    words = line.split()
+    if any(a.startswith("query=") for a in args) and not (
+        len(words) > 1 and words[1] == "campaign"
+    ):
+        typing = len(words) == 2 and not line.endswith(" ")
+        if len(words) <= 1 or typing:
+            prefix = words[1] if typing else ""
+            print(" ".join(c for c in _COMMANDS if c.startswith(prefix)))  # noqa: T201
+        return 0
+    return run_hydra_campaign(args, prog="kernelarc")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every command but `campaign`, which Hydra parses."""
     fmt = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
         prog="kernelarc",
@@ -171,7 +208,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"kernelarc {__version__}")
     sub = parser.add_subparsers(
-        dest="command", metavar="{campaign,resume,eval,export,replay,sync,report}"
+        dest="command", metavar="{campaign,resume,eval,export,replay,sync,report,problems}"
     )
     sub.add_parser("campaign", help="run a campaign (Hydra overrides follow; see its --help)")
     res = sub.add_parser(
@@ -237,10 +274,24 @@ def _build_parser() -> argparse.ArgumentParser:
         formatter_class=fmt,
     )
     ev.add_argument(
-        "problem", help="problem dir (definition.json + workload.jsonl) or built-in name"
+        "problem",
+        help="problem dir (definition.json + workload.jsonl), its definition.json, or a "
+        "built-in name",
     )
-    ev.add_argument("--solution", required=True, type=Path, help="solution.json to evaluate")
-    ev.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    what = ev.add_mutually_exclusive_group(required=True)
+    what.add_argument("--solution", type=Path, help="solution.json to evaluate")
+    what.add_argument(
+        "--reference",
+        action="store_true",
+        help="evaluate the definition's own reference as the solution (checks a new problem)",
+    )
+    ev.add_argument(
+        "--device",
+        choices=["auto", "cpu", "cuda"],
+        default="auto",
+        help="where to run: cuda (timed like the official evaluator), cpu (correctness and a "
+        "pipeline check, not performance), auto: cuda when a GPU is visible (default)",
+    )
     ev.add_argument(
         "--workloads", default="workload.jsonl", help="workload file in the problem dir"
     )
@@ -289,6 +340,7 @@ def _build_parser() -> argparse.ArgumentParser:
     ex.add_argument(
         "--verify-timeout", type=float, default=600.0, help="seconds per problem for --verify"
     )
+    add_problems_parser(sub)
     return parser
 
 
@@ -298,17 +350,24 @@ def _cmd_eval(ns: argparse.Namespace) -> int:
     from kernelarc.execution import make_sandbox
     from kernelarc.problems.builtin_set import resolve_problem
     from kernelarc.problems.files import load_solution
+    from kernelarc.problems.reference import reference_solution
     from kernelarc.schema import EvalRequest, EvalStatus, HangPolicy, TimingConfig
 
     problem = resolve_problem(ns.problem, ns.workloads)
-    solution = load_solution(ns.solution)
-    if solution.definition != problem.name:
-        logger.warning(
-            "solution %s names definition %r but the problem is %r",
-            ns.solution,
-            solution.definition,
-            problem.name,
-        )
+    err = make_console(stderr=True)
+    for warning in problem.warnings:
+        err.print(f"warning: {warning}", markup=False, highlight=False)
+    if ns.reference:
+        solution = reference_solution(problem.definition)
+    else:
+        solution = load_solution(ns.solution)
+        if solution.definition != problem.name:
+            msg = (
+                f"{ns.solution}: the solution is for definition {solution.definition!r} but the "
+                f"problem is {problem.name!r}; give a solution of {problem.name!r} (its "
+                "`definition` field names the problem it solves)"
+            )
+            raise ConfigError(msg)
     device = resolve_device(ns.device)
     warmup, iterations = EvalConfig(warmup=ns.warmup, iterations=ns.iterations).timing_for(device)
     request = EvalRequest(
@@ -350,26 +409,34 @@ def _cmd_eval(ns: argparse.Namespace) -> int:
 
 
 def _print_traces(traces: list[Any]) -> None:
-    table = Table(title="kernelarc eval")
-    for col in ("workload", "status", "latency ms", "reference ms", "speedup", "max abs err"):
-        table.add_column(col)
+    columns = ("workload", "status", "latency ms", "reference ms", "speedup", "max abs err")
+    rows = []
     for trace in traces:
         ev = trace.evaluation
         perf, corr = (ev.performance, ev.correctness) if ev else (None, None)
-        table.add_row(
-            trace.workload.uuid,
-            ev.status if ev else "-",
-            f"{perf.latency_ms:.4f}" if perf else "-",
-            f"{perf.reference_latency_ms:.4f}" if perf else "-",
-            f"{perf.speedup_factor:.2f}x" if perf else "-",
-            f"{corr.max_absolute_error:.3g}" if corr else "-",
+        rows.append(
+            (
+                trace.workload.uuid,
+                str(ev.status) if ev else "-",
+                f"{perf.latency_ms:.4f}" if perf else "-",
+                f"{perf.reference_latency_ms:.4f}" if perf else "-",
+                f"{perf.speedup_factor:.2f}x" if perf else "-",
+                f"{corr.max_absolute_error:.3g}" if corr else "-",
+            )
         )
-    console = Console()
-    console.print(table)
+    console = make_console()
+    caption = CPU_TIMING_NOTE if cpu_timed_traces(traces) else ""
+    print_table(console, "kernelarc eval", columns, rows, caption)
+    # A failure that is the same on every workload (a solution that does not compile) is
+    # printed once, with the workloads it applies to.
+    logs: dict[str, list[str]] = {}
     for trace in traces:
         ev = trace.evaluation
         if ev and ev.status != "PASSED" and ev.log:
-            console.print(f"[bold]{trace.workload.uuid}[/]: {ev.log[-2000:]}", highlight=False)
+            logs.setdefault(ev.log[-2000:], []).append(trace.workload.uuid)
+    for log, uuids in logs.items():
+        where = uuids[0] if len(uuids) == 1 else f"{len(uuids)} workloads ({', '.join(uuids)})"
+        console.print(f"{where}: {log}", markup=False, highlight=False)
 
 
 def _cmd_replay(ns: argparse.Namespace) -> int:
@@ -404,7 +471,7 @@ def _cmd_export(ns: argparse.Namespace) -> int:
         uri = ns.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or _local_mlflow_uri()
         inputs = load_experiment(uri, ns.experiment)
     else:
-        inputs = load_run_dirs(ns.run_dirs)
+        inputs = load_run_dirs(_campaign_dirs(ns.run_dirs))
     plan = plan_export(inputs, ns.timestamp)
     if ns.dry_run:
         sys.stdout.write(describe_plan(plan))
@@ -419,6 +486,31 @@ def _cmd_export(ns: argparse.Namespace) -> int:
         status = 0 if all(c.agree for c in checks) else 1
     print(json.dumps(report, indent=2))  # noqa: T201
     return status
+
+
+def _campaign_dirs(paths: list[Path]) -> list[Path]:
+    """The given dirs that hold a campaign's attempts; the others (a campaign that failed before
+    its first attempt, any other folder a glob caught) are listed on stderr and skipped, unless
+    none is left (the loader then says what is wrong with them)."""
+    from kernelarc.tracking.attempts_log import ATTEMPTS_FILE
+
+    runs, skipped = [], []
+    for path in paths:
+        log = path / ATTEMPTS_FILE
+        if not path.is_dir():
+            runs.append(path)  # a typo: the loader's error names it
+        elif not log.is_file():
+            skipped.append(f"{path}: not a campaign run dir (no {ATTEMPTS_FILE})")
+        elif not log.read_text(encoding="utf-8").strip():
+            skipped.append(f"{path}: no attempts recorded (the campaign never ran one)")
+        else:
+            runs.append(path)
+    if not runs:
+        return paths
+    console = make_console(stderr=True)
+    for reason in skipped:
+        console.print(f"skipped: {reason}", markup=False, highlight=False)
+    return runs
 
 
 def _cmd_sync(ns: argparse.Namespace) -> int:
@@ -462,15 +554,16 @@ def _cmd_report(ns: argparse.Namespace) -> int:
     )
     limit_mlflow_retries()
     uri = ns.tracking_uri or _env_or_local_mlflow_uri()
-    campaigns = load_campaigns(ns.targets, uri)
+    skipped: list[str] = []
+    campaigns = load_campaigns(ns.targets, uri, skipped)
     out = ns.out or Path("reports") / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
     report = build_report(campaigns, out, options)
-    console = Console()
-    table = Table(title=f"kernelarc report: {len(campaigns)} campaigns, budget {report.budget}")
-    for col in ("problem", "arm", "runs", "final best speedup", "final SOL", "to target"):
-        table.add_column(col)
-    for arm in report.arms:
-        table.add_row(
+    console = make_console()
+    for reason in skipped:
+        make_console(stderr=True).print(f"skipped: {reason}", markup=False, highlight=False)
+    columns = ("problem", "arm", "runs", "final best speedup", "final SOL", "to target")
+    rows = [
+        (
             arm.problem,
             arm.arm,
             str(len(arm.runs)),
@@ -478,9 +571,12 @@ def _cmd_report(ns: argparse.Namespace) -> int:
             format_interval(arm.final_sol),
             f"{format_interval(arm.to_target)} ({arm.reached}/{len(arm.runs)})",
         )
-    console.print(table)
+        for arm in report.arms
+    ]
+    title = f"kernelarc report: {len(campaigns)} campaigns, budget {report.budget}"
+    print_table(console, title, columns, rows)  # a CPU campaign's label is among the notes
     for note in report.notes:
-        console.print(f"note: {note}", highlight=False)
+        console.print(f"note: {note}", markup=False, highlight=False)
     console.print(f"Report: {report.html.resolve()}", highlight=False, soft_wrap=True)
     if ns.no_mlflow:
         return 0
@@ -558,21 +654,19 @@ def _verify(out: Path, requested: str, timeout_s: float) -> list[Any]:
         ),
         timeout_s=timeout_s,
     )
-    table = Table(title=f"kernelarc export --verify ({device})")
-    for col in ("problem", "workload", "recorded", "kernelarc", "official"):
-        table.add_column(col)
-    for check in checks:
-        for row in check.workloads:
-            table.add_row(
-                check.problem, row.workload, row.recorded, row.kernelarc, row.official or "-"
-            )
-    console = Console(stderr=True)
-    console.print(table)
+    rows = [
+        (check.problem, row.workload, row.recorded, row.kernelarc, row.official or "-")
+        for check in checks
+        for row in check.workloads
+    ]
+    columns = ("problem", "workload", "recorded", "kernelarc", "official")
+    console = make_console(stderr=True)
+    print_table(console, f"kernelarc export --verify ({device})", columns, rows)
     for check in checks:
         verdict = "[green]agrees[/]" if check.agree else "[bold red]DISAGREES[/]"
-        console.print(f"{check.problem}: {verdict}; {check.note}", highlight=False)
+        console.print(f"{check.problem}: {verdict}; {escape(check.note)}", highlight=False)
         if check.official_note:
-            console.print(f"  official: {check.official_note}", highlight=False)
+            console.print(f"  official: {check.official_note}", markup=False, highlight=False)
     if not official_available():
         console.print("official evaluator (sol_execbench) not installed: not run", highlight=False)
     elif device == "cpu":

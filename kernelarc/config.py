@@ -450,6 +450,10 @@ class GuardConfig:
     """Re-run a would-be new best on fresh inputs (seed eval.seed + 1 + index) first."""
     roofline: RooflineConfig = field(default_factory=RooflineConfig)
     """Speed-of-light check."""
+    infra_retries: int = 2
+    """Retries of an evaluation (the candidate's, or one of the guard's re-timing and
+    confirmation runs) that failed for an infrastructure reason: the sandbox could not start or
+    set up the runner (SandboxError). Still failing: INFRA_ERROR, never the candidate's defeat."""
 
     def repeats_for(self, device: str) -> tuple[int, int]:
         """(min_repeats, max_repeats) for a device."""
@@ -475,6 +479,9 @@ class GuardConfig:
             raise ConfigError(msg)
         if self.resamples < 100:
             msg = f"guard.resamples must be >= 100 (got {self.resamples})"
+            raise ConfigError(msg)
+        if not 0 <= self.infra_retries <= 10:
+            msg = f"guard.infra_retries must be in 0..10 (got {self.infra_retries})"
             raise ConfigError(msg)
         if not 0.0 <= self.roofline.slack < 1.0:
             msg = f"guard.roofline.slack must be in [0, 1) (got {self.roofline.slack})"

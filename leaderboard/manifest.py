@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kernelarc import __version__
+from kernelarc.timing_labels import CPU_TIMING_NOTE, TIMING_TAG_VALUE, cpu_timed
 from leaderboard.inputs import CampaignInput
 
 if TYPE_CHECKING:
+    from kernelarc.schema import Attempt
     from leaderboard.export import Plan
 
 FORMAT = "kernelarc-leaderboard/1"
@@ -34,8 +36,9 @@ SCORES_COLUMNS = (
     "campaign",
     "attempt_index",
     "proposal_id",
+    "timing",
 )
-"""scores.csv header, in order."""
+"""scores.csv header, in order (`timing` labels CPU-timed rows: a pipeline check)."""
 SCORING = {
     "sol_score": "S = 1/(1 + max(T_k - T_SOL, 0)/(T_b - T_SOL)), in [0, 1]; T_b <= T_SOL: 1 if "
     "T_k <= T_SOL else 0; per problem the mean of S over workloads; empty without T_SOL; the "
@@ -46,7 +49,11 @@ SCORING = {
     "kernelarc.guard.roofline with default ceilings, else none (t_sol_source says which)",
     "latencies": "scores.csv latency columns are geometric means over workloads, in ms",
     "selection": "accepted attempts only (PASSED, NEW_BEST, confirmed where recorded); per "
-    "problem the lowest latency, GPU-timed before CPU-timed, then the older attempt",
+    "problem the lowest latency, GPU-timed before CPU-timed, then the older attempt; never one "
+    "slower than its campaign's reference (geometric mean over workloads of T_k / the median "
+    "reference latency of the campaign's PASSED evaluations on the same hardware and timing "
+    "method): then the next ranked attempt not slower, else the campaign's PASSED attempt of "
+    "the reference itself, else none",
 }
 """How the numbers were made, written into the manifest."""
 
@@ -75,9 +82,15 @@ def scores_csv(plan: "Plan") -> str:
                 chosen.campaign,
                 chosen.attempt.index,
                 chosen.attempt.proposal.id,
+                _timing(chosen.attempt),
             ]
         )
     return buffer.getvalue()
+
+
+def _timing(attempt: "Attempt") -> str:
+    """The CPU label for an attempt timed on the CPU, else empty."""
+    return TIMING_TAG_VALUE if cpu_timed([attempt]) else ""
 
 
 def build_manifest(plan: "Plan") -> dict[str, object]:
@@ -109,6 +122,7 @@ def build_manifest(plan: "Plan") -> dict[str, object]:
             "t_b_source": chosen.score.t_b_source,
             "t_sol_source": chosen.score.t_sol_source,
             "problem_files": item.problem is not None,
+            "timing": _timing(attempt) or "gpu",
         }
     return {
         "format": FORMAT,
@@ -189,6 +203,8 @@ def describe_plan(plan: "Plan") -> str:
             f"T_SOL {_num(s.t_sol_ms) or 'n/a'} ms ({s.t_sol_source or 'no bound'})"
         )
         lines.append(f"    why: {item.choice.reason} ({len(item.choice.ranked)} accepted)")
+        if cpu_timed([chosen.attempt]):
+            lines.append(f"    timing: {CPU_TIMING_NOTE}")
         for rank, other in enumerate(item.choice.ranked[1:4], start=2):
             lines.append(
                 f"    #{rank}: attempt {other.attempt.index} of {other.campaign}, SOL score "

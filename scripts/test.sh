@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The README's second command (and what .ci/run calls): lint, type-check and run the tests.
-# Installs first if .venv is missing, so it works in a fresh clone.
+# Installs the dev tools, Ray and the launchers first when .venv lacks them (a fresh clone, or a
+# .venv the quickstart made with the runtime only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -x .venv/bin/kernelarc ] || ./scripts/install.sh
+if ! [ -x .venv/bin/kernelarc ] || ! [ -x .venv/bin/pytest ] \
+  || ! .venv/bin/python -c "import ray, hydra_plugins.hydra_joblib_launcher" 2>/dev/null; then
+  ./scripts/install.sh --dev
+fi
 export MLFLOW_DISABLE_TELEMETRY=true
 echo "[test] ruff"
 .venv/bin/ruff check kernelarc leaderboard conf tests scripts

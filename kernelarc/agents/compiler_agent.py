@@ -8,6 +8,17 @@ first; a cold CPU compile costs ~10-30 s per fresh process because Inductor buil
 that variants the shared conclusions found failing or slower are tried last. After a compiled
 variant is judged, `conclude` compares it with the eager reference it measured
 (`variant compile-default over eager: +25% on rmsnorm (attempts 4 vs 0)`).
+
+A compiled variant fixes Inductor's options before its first call (`PINNED_OPTIONS`): the
+mode's options (`torch._inductor.list_mode_options`, passed as `options=` since torch.compile
+takes a mode or options, not both) plus `compile_threads=1` and `autotune_in_subproc=False`.
+With several compile threads Inductor starts a compile worker pool whose reader thread answers
+a readiness job asynchronously and whose idle timer thread starts when that answer arrives,
+which can be after the first call, during timing: both thread-injection checks (KernelArc's
+and the official evaluator's, which compares the thread count after the first call with the
+count after timing) then report a reward hack, on some workloads and not others. With one
+compile thread everything is compiled in the calling thread, during the first call of each
+shape, and no thread starts afterwards (docs/architecture.md, "Compiled candidates").
 """
 
 import logging
@@ -76,19 +87,36 @@ VARIANTS: tuple[CompileVariant, ...] = (
 )
 
 
+#: Inductor options every compiled variant sets, whatever its mode (module docstring).
+PINNED_OPTIONS: dict[str, int | bool] = {"compile_threads": 1, "autotune_in_subproc": False}
+
+
 def render_compiled_source(definition: Definition, variant: CompileVariant) -> str:
-    """The reference followed by a `run` with the same parameters that calls its compiled form."""
+    """The reference followed by a `run` with the same parameters that calls its compiled form,
+    with Inductor's options fixed before the first call (`PINNED_OPTIONS`)."""
     if not variant.compiled:
         return definition.reference
     params = ", ".join(definition.inputs)
+    mode_options = "{}"
+    if variant.mode is not None:
+        mode_options = (
+            f"dict(_kernelarc_inductor.list_mode_options({variant.mode!r}, {variant.dynamic}))"
+        )
+    args = [f"dynamic={variant.dynamic}"] if variant.dynamic is not None else []
+    args += ["fullgraph=True"] if variant.fullgraph else []
+    args.append("options=_compile_options")
     return (
         f"{definition.reference.rstrip()}\n\n\n"
         f"# KernelArc compiler agent: the reference `run` above under torch.compile("
         f"{variant.call_args()}).\n"
-        "import torch as _kernelarc_torch\n\n"
+        "# Inductor compiles in the calling thread (compile_threads=1) and autotunes in this\n"
+        "# process: no compile worker pool whose threads start after the first call.\n"
+        "import torch as _kernelarc_torch\n"
+        "import torch._inductor as _kernelarc_inductor\n\n"
         "_reference_run = run\n"
-        f"_compiled_run = _kernelarc_torch.compile(_reference_run"
-        f"{', ' if variant.call_args() else ''}{variant.call_args()})\n\n\n"
+        f"_compile_options = {mode_options}\n"
+        f"_compile_options.update({PINNED_OPTIONS!r})\n"
+        f"_compiled_run = _kernelarc_torch.compile(_reference_run, {', '.join(args)})\n\n\n"
         f"def run({params}):\n"
         f"    return _compiled_run({params})\n"
     )

@@ -57,6 +57,12 @@ _KERNEL_FAILURES = frozenset(
 )
 
 
+def short_reason(reason: str, limit: int = 160) -> str:
+    """The first clause of a reason (up to the first `; `), cut to `limit` characters."""
+    first = reason.split("; ", 1)[0]
+    return first if len(first) <= limit else first[: limit - 3] + "..."
+
+
 @dataclass(frozen=True)
 class _Move:
     """One candidate setting and where it came from."""
@@ -154,6 +160,14 @@ class KnobStrategyAgent:
             if isinstance(self._spaces[key], str):
                 logger.info("%s does not apply to %s: %s", self.name, key[0], self._spaces[key])
         return self._spaces[key]
+
+    def idle_reason(self) -> str | None:
+        """Why this agent does not apply to the problem it was last asked about, as one short
+        line (the full reason is in the log), or None when it applies."""
+        reasons = [r for r in self._spaces.values() if isinstance(r, str)]
+        if not reasons:
+            return None
+        return short_reason(reasons[-1])
 
     def in_space(self, space: KnobSpace, attempt: Attempt) -> Knobs | None:
         """The setting of an attempt made in this knob space (by any agent), else None."""

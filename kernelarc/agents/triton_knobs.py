@@ -46,7 +46,8 @@ def triton_space(problem: Problem, device: str) -> tuple[KnobSpace, TemplateMatc
     """The knob space of the template that fits `problem` on `device`, or why none fits."""
     found = match_template(problem)
     if isinstance(found, list):
-        return "no Triton template fits: " + "; ".join(found)
+        families = ", ".join(reason.split(":", 1)[0] for reason in found)
+        return f"no Triton template fits this problem (templates: {families}); " + "; ".join(found)
     template, match = found
     settings = template.knob_settings(device)
     if not settings:

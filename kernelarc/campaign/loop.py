@@ -35,7 +35,7 @@ from kernelarc.campaign.run_record import (
     write_campaign_record,
 )
 from kernelarc.config import CampaignConfig
-from kernelarc.errors import ConfigError, KernelarcError, SandboxError
+from kernelarc.errors import ConfigError, KernelarcError
 from kernelarc.executor import Executor, make_executor
 from kernelarc.guard import (
     Challenge,
@@ -51,6 +51,7 @@ from kernelarc.guard import (
     score_traces,
 )
 from kernelarc.guard.ceilings import ResolvedCeiling, resolve_ceiling
+from kernelarc.guard.challenge import evaluate_retrying
 from kernelarc.guard.verdict import Judgement
 from kernelarc.llm.usage import log_team_usage
 from kernelarc.problems.builtin_set import resolve_problem
@@ -99,6 +100,9 @@ class CampaignState:
     """Drafted proposals accepted into the budget."""
     roster: tuple[tuple[str, str], ...] = ()
     """(name, strategy) of every agent of the team, in team order."""
+    stopped: bool = False
+    """Set when the campaign is stopped from outside (Ctrl-C): no attempt is recorded after it,
+    so an evaluation cut short by the shutdown is not mistaken for a result."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     guard_lock: threading.Lock = field(default_factory=threading.Lock)
     """Held while a passing candidate is judged: the incumbent is stable meanwhile."""
@@ -111,6 +115,12 @@ class CampaignState:
 
 ProgressCallback = Callable[[Attempt, CampaignState], None]
 StateCallback = Callable[[CampaignState], None]
+IdleCallback = Callable[[str, str], None]
+"""Called once per agent that proposes nothing at all, with its name and the reason."""
+
+
+class CampaignStopped(Exception):
+    """Raised in an agent's thread when the campaign was stopped (CampaignState.stopped)."""
 
 
 @dataclass(frozen=True)
@@ -144,13 +154,19 @@ def run_campaign(
     on_attempt: ProgressCallback | None = None,
     team: list[Agent] | None = None,
     on_progress: StateCallback | None = None,
+    on_idle: IdleCallback | None = None,
 ) -> CampaignSummary:
     """Run one campaign into `run_dir` and return its summary.
 
     `team` replaces the team built from `cfg.agents.team` (scripted agents in tests).
     `on_attempt` is called once per recorded attempt; `on_progress` whenever the state changes
     (after each attempt, and after conclusions are published), so a live view that renders the
-    state shows the counts the summary reports.
+    state shows the counts the summary reports; `on_idle(agent, reason)` hears of each agent that
+    does not apply to the problem.
+
+    A KeyboardInterrupt (Ctrl-C) while the agents run sets `state.stopped`, so nothing more is
+    recorded, closes the executor (which ends the evaluations in flight) and propagates;
+    campaign.json then still says RUNNING: the caller marks it (campaign_cli).
 
     With `cfg.resume` set, `run_dir` is that killed campaign's run dir and the campaign goes on
     from its attempts.jsonl (restore.py): the budget they spent, the incumbent, the conclusions
@@ -234,6 +250,7 @@ def run_campaign(
         cfg, problem, device, executor, state, log, tracker, on_attempt, coordinator, ceiling
     )
     worker.on_progress = on_progress
+    worker.on_idle = on_idle
     threads = [
         threading.Thread(target=worker.run, args=(agent,), name=f"agent-{agent.name}", daemon=True)
         for agent in team
@@ -245,6 +262,10 @@ def run_campaign(
         for thread in threads:
             thread.join()
         wall_s = time.monotonic() - started
+    except BaseException:
+        with state.lock:
+            state.stopped = True  # before the executor closes: a cut-short run is no attempt
+        raise
     finally:
         # Warm sandboxes (the Docker pool) and Ray actors hold resources until closed.
         executor.close()
@@ -347,6 +368,7 @@ class _AgentWorker:
         self.tracker = tracker
         self.on_attempt = on_attempt
         self.on_progress: StateCallback | None = None
+        self.on_idle: IdleCallback | None = None
         self.coordinator = coordinator
         # Proposal concurrency, separate from the evaluation slots above.
         limit = cfg.budget.max_proposing
@@ -363,7 +385,18 @@ class _AgentWorker:
 
     def run(self, agent: Agent) -> None:
         """Propose, evaluate, record and conclude until the budget is spent or the agent stops."""
+        try:
+            self._run(agent)
+        except CampaignStopped:
+            return
+        except Exception:
+            if self.state.stopped:  # the shutdown broke an evaluation: not this agent's fault
+                return
+            raise
+
+    def _run(self, agent: Agent) -> None:
         duplicates = 0
+        proposed = 0
         while True:
             with self.state.lock:
                 if self.state.aborted or self.state.reserved >= self.state.budget:
@@ -377,7 +410,9 @@ class _AgentWorker:
                 return
             if proposal is None:
                 logger.info("agent %s has nothing new to propose", agent.name)
+                self._report_idle(agent, proposed)
                 return
+            proposed += 1
             proposal = self.coordinator.stamp(proposal, ctx)
             with self.state.lock:
                 if proposal.id in self.state.seen_ids:
@@ -396,6 +431,15 @@ class _AgentWorker:
                 self.state.drafts += int(proposal.draft)
             attempt = self._screen_evaluate_and_record(proposal, ordinal)
             self._conclude(agent, attempt)
+
+    def _report_idle(self, agent: Agent, proposed: int) -> None:
+        """Tell `on_idle` why an agent that never proposed does not apply (if it says)."""
+        reason_of = getattr(agent, "idle_reason", None)
+        if proposed or self.on_idle is None or not callable(reason_of):
+            return
+        reason = reason_of()
+        if isinstance(reason, str) and reason:
+            self.on_idle(agent.name, reason)
 
     def _context(self, agent: str) -> AgentContext:
         """The agent's context (under the state lock)."""
@@ -452,6 +496,10 @@ class _AgentWorker:
             allowance_s=self.cfg.eval.hang_allowance_s,
         )
 
+    def _evaluate_candidate(self, request: EvalRequest) -> EvalResult:
+        """A candidate's own evaluation (screen, then timed); raises SandboxError."""
+        return self.executor.evaluate_candidate(request, timeout_s=self.cfg.eval.timeout_s)
+
     def _evaluate(self, request: EvalRequest) -> EvalResult:
         """One timed evaluation in a slot of its own (the guard's re-timing and confirmation come
         here too); raises SandboxError."""
@@ -471,15 +519,13 @@ class _AgentWorker:
             with self.state.lock:
                 return self._record(proposal, None, record, "", started, 0.0)
         request = self._request(proposal)
-        result: EvalResult | None
-        try:
-            # Screened for correctness first where the executor has a correctness pool.
-            result = self.executor.evaluate_candidate(request, timeout_s=self.cfg.eval.timeout_s)
-        except SandboxError as exc:
-            logger.error("sandbox failed on %s: %s", proposal.id, exc)
-            result, error = None, f"{type(exc).__name__}: {exc}"
-        else:
-            error = ""
+        # Screened for correctness first where the executor has a correctness pool; a sandbox
+        # failure (not the candidate's) is retried before the attempt is INFRA_ERROR.
+        done = evaluate_retrying(self._evaluate_candidate, request, self.cfg.guard.infra_retries)
+        result = done.result
+        error = done.error if result is None else ""
+        if result is None:
+            logger.error("sandbox failed on %s: %s", proposal.id, error)
         wall = time.monotonic() - t0
         if result is None or not self.settings.enabled:
             with self.state.lock:
@@ -551,6 +597,8 @@ class _AgentWorker:
         """Judge, append to attempts.jsonl, update state and coordination, then report (under
         the state lock)."""
         state = self.state
+        if state.stopped:
+            raise CampaignStopped
         score: Score | None = score_traces(result.traces) if result is not None else None
         incumbent_speedup = state.best_speedup
         judgement = _judge(score, record, incumbent_speedup)

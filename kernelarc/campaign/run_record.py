@@ -8,7 +8,7 @@ from pydantic import Field, ValidationError
 from kernelarc.errors import ConfigError
 from kernelarc.guard.ceilings import ResolvedCeiling
 from kernelarc.guard.roofline import Ceiling, roofline_bounds
-from kernelarc.schema import Definition, Workload
+from kernelarc.schema import Definition, Workload, utc_now
 from kernelarc.schema.base import RecordModel
 from kernelarc.schema.coordination import CoordinationSettings, TeamMember
 from kernelarc.schema.guard_record import RooflineBound
@@ -50,7 +50,7 @@ class CampaignRecord(RecordModel):
     resumed_at: list[str] = Field(default_factory=list)
     """ISO time of every resume of the campaign after it was stopped (`kernelarc resume`)."""
     status: str = "RUNNING"
-    """RUNNING, FINISHED or FAILED."""
+    """RUNNING, FINISHED, FAILED or INTERRUPTED (Ctrl-C; `kernelarc resume` continues it)."""
     best_proposal_id: str | None = None
     """Best attempt's proposal id."""
     best_speedup: float | None = None
@@ -106,3 +106,23 @@ def read_campaign_record(run_dir: Path) -> CampaignRecord:
     except (json.JSONDecodeError, ValidationError) as exc:
         msg = f"{path}: unreadable campaign record ({exc})"
         raise ConfigError(msg) from exc
+
+
+def mark_interrupted(run_dir: Path) -> bool:
+    """Mark a running campaign's campaign.json INTERRUPTED (Ctrl-C), with its end time; False
+    when there is none yet or it is not running."""
+    if not (run_dir / CAMPAIGN_FILE).is_file():
+        return False
+    try:
+        record = read_campaign_record(run_dir)
+    except ConfigError:
+        return False
+    if record.status != "RUNNING":
+        return False
+    update = {
+        "status": "INTERRUPTED",
+        "finished_at": utc_now(),
+        "abort_reason": "interrupted (Ctrl-C / SIGINT); `kernelarc resume RUN_DIR` continues it",
+    }
+    write_campaign_record(run_dir, record.model_copy(update=update))
+    return True

@@ -12,30 +12,37 @@ signed result is read back on the host side of the mount with `result_file`, as 
 does. The container is replaced after a timeout, a runner crash, a poisoned CUDA context or
 leftover processes, so container start-up is paid once and no candidate can affect the next.
 
-With `warm_spare` (the default) the slot keeps the next runner exec'd ahead, in its own fresh
-eval dir: it imports torch and waits for `go`, so the next evaluation skips the import (as
-LocalSandbox's spare; `spare_slot.py`). On `cuda` (`spare_start` auto) it is exec'd as soon as the
-current evaluation has its runner, so back-to-back candidates find it ready; on `cpu` only when
-an evaluation ends, after the leftover check, so its import never competes with CPU timing.
-Runners alternate between two numeric users (`user`, `spare_user`): with no capabilities in the
-container, the running candidate's uid can neither signal nor ptrace the spare, nor enter its
-eval dir (chowned to the spare's uid, mode 0700); the leftover check ignores the spare's uid.
-Without a second user (a non-root host cannot chown the eval dirs) the spare waits for the end.
-A spare that died is replaced by a runner exec'd at once (a cold start); a replaced container
-takes its spare along. `prepare()` starts a slot's container and its first spare on a thread of
-its own before the first evaluation, which then waits for it (the slot's lock) and finds both
-ready. Pool dirs are named for the host process (`owned_dirs.py`) and containers labelled with
-it: a new DockerSandbox removes the pool dirs and containers (on its engine) of a host that was
-killed without closing its sandboxes.
+With `warm_spare` (the default) the slot keeps the next runner exec'd ahead, in its own fresh eval
+dir: it imports torch and waits for `go`, so the next evaluation skips the import (as LocalSandbox's
+spare; `spare_slot.py`). On `cuda` (`spare_start` auto) it is exec'd as soon as the current
+evaluation has its runner, so back-to-back candidates find it ready; on `cpu` only when an
+evaluation ends, after the leftover check, so its import never competes with CPU timing. Runners
+alternate between two numeric users (`user`, `spare_user`): with no capabilities in the container,
+the running candidate's uid can neither signal nor ptrace the spare, nor enter its eval dir (chowned
+to the spare's uid, mode 0700); the leftover check ignores the spare's uid. Without a second user (a
+non-root host cannot chown the eval dirs) the spare waits for the end. A spare that died is replaced
+by a runner exec'd at once (a cold start); a replaced container takes its spare along. Every runner
+user is a complete account (`runner_accounts.py`): USER and LOGNAME name it, and where the image
+lacks a passwd or group entry for a numeric user, the pool container gets copies of the image's
+/etc/passwd and /etc/group with the entries added, mounted read-only over them. Each numeric user
+keeps its compile caches in its own dir of the pool dir (`cache/<uid>-<gid>`, mode 0700:
+`runner_cache.py`) for the candidates that follow in that container. A runner that reports (or shows
+by its exit code) that it could not set itself up is a SandboxError, not a candidate failure.
+`prepare()` starts a slot's container and its first spare on a thread of its own before the first
+evaluation, which then waits for it (the slot's lock) and finds both ready. Pool dirs are named for
+the host process (`owned_dirs.py`) and containers labelled with it: a new DockerSandbox removes the
+pool dirs and containers (on its engine) of a host that was killed without closing its sandboxes.
 """
 
 import contextlib
+import io
 import logging
 import os
 import re
 import select
 import shutil
 import socket
+import tarfile
 import tempfile
 import threading
 import time
@@ -55,7 +62,20 @@ from kernelarc.execution.attach_stream import AttachStream, pump_until
 from kernelarc.execution.memory_need import GIB
 from kernelarc.execution.owned_dirs import host_owner, make_owned_dir, sweep_stale
 from kernelarc.execution.request_limits import memory_limits, runner_request
-from kernelarc.execution.result_file import new_result_key, read_raw_traces, traces_after_run
+from kernelarc.execution.result_file import (
+    new_result_key,
+    read_signed_result,
+    setup_failure,
+    traces_after_run,
+)
+from kernelarc.execution.runner_accounts import Account, account_env, account_in, with_lines
+from kernelarc.execution.runner_cache import (
+    CACHE_LIMIT_BYTES,
+    cache_env,
+    give_to,
+    identity_folder,
+    trim,
+)
 from kernelarc.runner.go_line import go_line
 from kernelarc.schema import EvalRequest, EvalResult, Trace
 
@@ -63,6 +83,9 @@ logger = logging.getLogger(__name__)
 
 EVAL_MOUNT = "/work/eval"
 PROBLEM_MOUNT = "/work/problem"
+#: In a pool dir: the numeric users' compile cache dirs, and the passwd/group copies.
+CACHE_DIR = "cache"
+ACCOUNTS_DIR = "accounts"
 #: Extra seconds the host waits past the runner's own deadline before it kills the container.
 HOST_GRACE_S = 15.0
 #: EvalResult.sandbox_notes of an evaluation that used the spare (tests and logs look for it).
@@ -143,6 +166,8 @@ class _Slot:
     spare: _Runner | None = None
     last_user: str | None = None
     """The user of the runner exec'd last (the next one alternates)."""
+    accounts: dict[str, Account] = field(default_factory=dict)
+    """Numeric runner user (`uid:gid`) -> its account in the container."""
 
 
 @dataclass(frozen=True)
@@ -235,6 +260,7 @@ class DockerSandbox:
         extra_env: Mapping[str, str] | None = None,
         warm_spare: bool = True,
         spare_start: SpareStart = "auto",
+        cache_limit_bytes: int | None = CACHE_LIMIT_BYTES,
     ) -> None:
         """Options; the engine is contacted now (SandboxError when it cannot be reached).
 
@@ -248,7 +274,8 @@ class DockerSandbox:
         keeps a pre-started runner in each slot's container for its next evaluation, exec'd
         as `spare_start` says (module docstring). `spare_user` is the other user runners
         alternate with (None: 1001:1001 when the host is root and `user` the default; runners
-        only alternate when the host is root and both users are numeric uid:gid).
+        only alternate when the host is root and both users are numeric uid:gid). A numeric
+        user's compile cache dir in the pool dir is emptied past `cache_limit_bytes`.
         """
         if spare_start not in ("auto", "after", "concurrent"):
             msg = f"spare_start must be auto, after or concurrent (got {spare_start!r})"
@@ -274,6 +301,8 @@ class DockerSandbox:
         self.extra_mounts = dict(extra_mounts or {})
         self.extra_env = {k: v for k, v in (extra_env or {}).items() if not _SECRET_NAME.search(k)}
         self.warm_spare = warm_spare
+        self.cache_limit_bytes = cache_limit_bytes
+        self._image_databases: tuple[str, str] | None = None
         try:
             self._client = (
                 docker.DockerClient(base_url=docker_host) if docker_host else docker.from_env()
@@ -419,10 +448,11 @@ class DockerSandbox:
                 self._write_request(workdir, runner_request(request, timeout_s))
                 key = new_result_key()
                 run = self._run(slot, runner, timeout_s, key)
-                raw, problem = read_raw_traces(workdir / "result.json", key)
+                signed = read_signed_result(workdir / "result.json", key)
             finally:
                 runner.close()
                 shutil.rmtree(workdir, ignore_errors=True)
+            raw, problem = signed.traces, signed.problem
             traces = traces_after_run(
                 request,
                 raw,
@@ -441,8 +471,13 @@ class DockerSandbox:
                 logger.info("sandbox slot %s: replacing its container (%s)", slot.key, reason)
                 _drop_container(slot)
             wall_s = time.monotonic() - started
+            self._trim_cache(slot, runner.user)
             if reason is None and self.warm_spare and slot.spare is None:
                 self._start_spare(slot, request.device, self._other_user(runner.user))
+        setup = setup_failure(signed, run.exit_code, jailed=False)
+        if setup is not None:
+            msg = f"the sandbox runner could not set itself up: {setup}\n{run.log_tail[-2000:]}"
+            raise SandboxError(msg)
         return EvalResult(
             traces=_with_image(traces, image_id),
             stderr_tail=run.log_tail,
@@ -636,6 +671,8 @@ class DockerSandbox:
         assert slot.pool_dir is not None
         volumes = {h: {"bind": c, "mode": "ro"} for h, c in self.extra_mounts.items()}
         volumes[str(slot.pool_dir)] = {"bind": EVAL_MOUNT, "mode": "rw"}
+        for host_path, target in self._account_files(slot).items():
+            volumes[host_path] = {"bind": target, "mode": "ro"}
         if slot.problem_dir is not None:
             volumes[str(Path(slot.problem_dir).resolve())] = {"bind": PROBLEM_MOUNT, "mode": "ro"}
         options: dict[str, Any] = {
@@ -673,6 +710,77 @@ class DockerSandbox:
             ]
         return options
 
+    def _make_cache_dir(self, pool_dir: Path, user: str) -> None:
+        """The numeric user's compile cache dir in the pool dir, its own (mode 0700)."""
+        numeric = _numeric(user)
+        if numeric is not None:
+            give_to(identity_folder(pool_dir / CACHE_DIR, *numeric), *numeric)
+
+    def _trim_cache(self, slot: _Slot, user: str) -> None:
+        """Empty the user's cache dir if it grew too big (its runner has ended; the spare
+        beside it, if any, is the other user)."""
+        numeric = _numeric(user)
+        if numeric is not None and slot.pool_dir is not None:
+            trim(identity_folder(slot.pool_dir / CACHE_DIR, *numeric), self.cache_limit_bytes)
+
+    def _read_image_databases(self) -> tuple[str, str] | None:
+        """The image's /etc/passwd and /etc/group (read once, from a container created and
+        removed without ever starting), or None when they cannot be read."""
+        if self._image_databases is not None:
+            return self._image_databases
+        texts: list[str] = []
+        container: Any = None
+        try:
+            # Labelled as pool containers are, so a killed host's sweep removes it too.
+            labels = {HOST_OWNER: host_owner(self._pool_root), OWNER: self._owner}
+            container = self._client.containers.create(self.image, command=["true"], labels=labels)
+            for path in ("/etc/passwd", "/etc/group"):
+                try:
+                    chunks, _ = container.get_archive(path)
+                except docker.errors.NotFound:
+                    texts.append("")
+                    continue
+                with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
+                    member = tar.next()
+                    handle = tar.extractfile(member) if member is not None else None
+                    texts.append(handle.read().decode("utf-8", "replace") if handle else "")
+        except (*_DOCKER_ERRORS, tarfile.TarError) as exc:  # OSError: also the host lock
+            logger.warning("cannot read the accounts of image %s: %s", self.image, exc)
+            return None
+        finally:
+            if container is not None:
+                _remove_container(container)
+        self._image_databases = (texts[0], texts[1])
+        return self._image_databases
+
+    def _account_files(self, slot: _Slot) -> dict[str, str]:
+        """Host file -> container path of the passwd/group copies that give every numeric
+        runner user an entry (none when the image has them all, or cannot be read); fills
+        `slot.accounts` either way (USER/LOGNAME need only the name)."""
+        assert slot.pool_dir is not None
+        users = {u: n for u in self._users if (n := _numeric(u)) is not None}
+        databases = self._read_image_databases() if users else None
+        passwd, group = databases if databases is not None else ("", "")
+        slot.accounts = {u: account_in(passwd, group, *n, EVAL_MOUNT) for u, n in users.items()}
+        passwd_lines = [line for a in slot.accounts.values() for line in a.passwd_lines]
+        group_lines = [line for a in slot.accounts.values() for line in a.group_lines]
+        if databases is None or not (passwd_lines or group_lines):
+            return {}
+        folder = slot.pool_dir / ACCOUNTS_DIR
+        try:
+            folder.mkdir(mode=0o755)
+            files = {}
+            wanted = (("passwd", passwd, passwd_lines), ("group", group, group_lines))
+            for name, text, lines in wanted:
+                host_file = folder / name
+                host_file.write_text(with_lines(text, lines), encoding="utf-8")
+                host_file.chmod(0o644)
+                files[str(host_file)] = f"/etc/{name}"
+        except OSError as exc:
+            logger.warning("cannot write the runner accounts for %s: %s", slot.key, exc)
+            return {}
+        return files
+
     def _ulimits(self) -> list[Ulimit]:
         limits = [Ulimit(name="core", soft=0, hard=0)]
         if self.max_file_size_bytes is not None:
@@ -680,16 +788,26 @@ class DockerSandbox:
             limits.append(Ulimit(name="fsize", soft=size, hard=size))
         return limits
 
-    def _exec_env(self, workdir: str, device: str) -> dict[str, str]:
+    def _exec_env(self, slot: _Slot, workdir: str, device: str, user: str) -> dict[str, str]:
+        """The runner's environment: its dirs, its account's name, its identity's caches."""
+        numeric = _numeric(user)
+        cache = f"{workdir}/cache"
+        if numeric is not None:
+            cache = f"{EVAL_MOUNT}/{CACHE_DIR}/{numeric[0]}-{numeric[1]}"
         env = {
             "HOME": workdir,
             "TMPDIR": workdir,
             "LANG": "C.UTF-8",
             "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONNOUSERSITE": "1",
-            "TRITON_CACHE_DIR": f"{workdir}/cache/triton",
-            "TORCHINDUCTOR_CACHE_DIR": f"{workdir}/cache/inductor",
+            **cache_env(cache),
         }
+        account = slot.accounts.get(user)
+        if account is not None:
+            env.update(account_env(account))
+        elif numeric is None:  # a name: the image has its entry (docker resolved it there)
+            name = user.partition(":")[0]
+            env.update(USER=name, LOGNAME=name)
         if device != "cuda":
             env["CUDA_VISIBLE_DEVICES"] = ""  # the cuda slot's one GPU is its device 0
         env.update(self.extra_env)
@@ -708,6 +826,7 @@ class DockerSandbox:
         assert slot.pool_dir is not None
         name = uuid.uuid4().hex
         self._make_eval_dir(slot.pool_dir / name, user)
+        self._make_cache_dir(slot.pool_dir, user)
         workdir = f"{EVAL_MOUNT}/{name}"
         command = [self.python, "-P", "-m", "kernelarc.runner", "--device", device]
         command += ["request.json", "result.json"]
@@ -719,7 +838,7 @@ class DockerSandbox:
                 stdin=True,
                 user=user,
                 workdir=workdir,
-                environment=self._exec_env(workdir, device),
+                environment=self._exec_env(slot, workdir, device, user),
             )["Id"]
             raw = api.exec_start(exec_id, socket=True)
         except _DOCKER_ERRORS as exc:

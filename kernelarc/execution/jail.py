@@ -6,7 +6,11 @@ runs as root. This script then, still privileged and before any candidate code e
 1. makes every mount of the namespace private and read-only, except bind mounts of the `--rw`
    dirs (the evaluation's temp dir and cache), mounts a private tmpfs on /dev/shm and makes
    /proc/sys read-only: nothing outside the temp dir can be written, and what is written there
-   disappears with it;
+   disappears with it; first, when the host passes `--passwd-line`/`--group-line` (the runner's
+   uid or gid has no entry: `runner_accounts.py`), it bind-mounts copies of /etc/passwd and
+   /etc/group with those lines appended over the originals, in this namespace only, so
+   `pwd.getpwuid` works for the runner (a failure there is a note, not a set-up failure: the
+   runner's USER/LOGNAME still name it);
 2. forks the runner, which drops to `--uid`/`--gid` (no supplementary groups), keeps no
    capability except CAP_DAC_READ_SEARCH when that user could not otherwise read the Python
    installation (`--needs`), and sets no_new_privs; a different uid cannot read the host's
@@ -28,8 +32,10 @@ import argparse
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -135,11 +141,44 @@ def _under(path: str, roots: list[str]) -> bool:
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
-def _read_only_filesystem(writable: list[str], shm_size_mb: int) -> list[str]:
-    """Step 1; returns the mounts that could not be made read-only (the root is required)."""
+def _mount_accounts(lines: dict[str, list[str]], scratch_root: str) -> list[str]:
+    """Bind-mount copies of /etc/passwd and /etc/group with `lines` appended over them (before
+    the remount below makes them read-only); returns what could not be done. The copies are
+    written by root into a fresh root-only dir of the runner's temp dir and unlinked once
+    mounted (a mount keeps its source file), so nothing of them is left to the runner."""
+    notes: list[str] = []
+    wanted = {target: extra for target, extra in lines.items() if extra}
+    if not wanted:
+        return notes
+    try:
+        scratch = Path(tempfile.mkdtemp(prefix=".jail-accounts-", dir=scratch_root))
+    except OSError as exc:
+        return [f"no scratch dir for the account files: {exc}"]
+    try:
+        for target, extra in wanted.items():
+            try:
+                base = Path(target).read_text(encoding="utf-8")
+                copy = scratch / Path(target).name
+                body = base if not base or base.endswith("\n") else base + "\n"
+                copy.write_text(body + "".join(f"{line}\n" for line in extra), encoding="utf-8")
+                copy.chmod(0o644)
+                _mount(str(copy), target, None, MS_BIND)
+            except (JailError, OSError) as exc:
+                notes.append(f"{target} not extended: {exc}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return notes
+
+
+def _read_only_filesystem(
+    writable: list[str], shm_size_mb: int, accounts: dict[str, list[str]]
+) -> tuple[list[str], list[str]]:
+    """Step 1; returns the mounts that could not be made read-only (the root is required) and
+    the account notes."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     for folder in writable:
         _mount(folder, folder, None, MS_BIND | MS_REC)
+    account_notes = _mount_accounts(accounts, writable[0]) if writable else []
     skipped = []
     for point, kept in list(_mounts()):
         if _under(point, [*writable, "/proc"]):
@@ -157,7 +196,7 @@ def _read_only_filesystem(writable: list[str], shm_size_mb: int) -> list[str]:
         _mount("/proc/sys", "/proc/sys", None, MS_BIND | MS_REC)
         flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
         _mount(None, "/proc/sys", None, flags)
-    return skipped
+    return skipped, account_notes
 
 
 def _last_cap() -> int:
@@ -283,6 +322,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--gid", type=int, required=True)
     parser.add_argument("--needs", action="append", default=[], help="paths the runner reads")
     parser.add_argument("--open", action="append", default=[], help="device nodes to open rw")
+    parser.add_argument("--passwd-line", action="append", default=[], help="appended to passwd")
+    parser.add_argument("--group-line", action="append", default=[], help="appended to group")
     parser.add_argument("--shm-mb", type=int, default=1024)
     parser.add_argument("--probe", action="store_true", help="set up, drop, exit 0")
     parser.add_argument("command", nargs="*")
@@ -317,7 +358,9 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("jail: no command\n")
         return SETUP_FAILED
     try:
-        skipped = _read_only_filesystem([str(Path(d).resolve()) for d in args.rw], args.shm_mb)
+        accounts = {"/etc/passwd": args.passwd_line, "/etc/group": args.group_line}
+        writable = [str(Path(d).resolve()) for d in args.rw]
+        skipped, account_notes = _read_only_filesystem(writable, args.shm_mb, accounts)
         # The cwd still points into the mount it was set on (now read-only): look it up again,
         # through the new bind mount, so relative paths in the runner land in the writable dir.
         os.chdir(Path.cwd())
@@ -327,6 +370,8 @@ def main(argv: list[str]) -> int:
         return SETUP_FAILED
     for line in skipped:
         sys.stderr.write(f"jail: left writable: {line}\n")
+    for line in account_notes:
+        sys.stderr.write(f"jail: accounts: {line}\n")
     signal.signal(signal.SIGTERM, _on_term)
     child = os.fork()
     if child == 0:

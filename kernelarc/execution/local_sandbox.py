@@ -8,9 +8,13 @@ it is read (candidate code, which runs in the runner's worker processes, never s
 Whatever happens to the candidate, the result has one trace per workload.
 
 When the host runs as root and a mount namespace works, the runner also starts inside the jail
-(`jail.py`): the whole filesystem read-only except the temp dir (and the cache dir), a private
-/dev/shm, the runner as an unprivileged user (`user`, default nobody) without capabilities, and
-a supervisor that kills every process the candidate leaves behind, setsid'd daemons included.
+(`jail.py`): the whole filesystem read-only except the temp dir and the identity's compile
+cache dir, a private /dev/shm, the runner as an unprivileged user (`user`, default nobody)
+without capabilities, and a supervisor that kills every process the candidate leaves behind,
+setsid'd daemons included. Every runner user is a complete account (USER/LOGNAME, and passwd
+and group entries the jail adds where the host has none: `runner_accounts.py`), and each
+identity keeps its compile caches for the candidates after it (`runner_cache.py`). A runner
+that could not set itself up (`runner/self_check.py`, the jail's set-up) is a SandboxError.
 Where the jail cannot be used (not root, no mount namespace, its probe fails) the sandbox says so
 in `EvalResult.sandbox_notes` and runs as before.
 
@@ -62,7 +66,14 @@ from kernelarc.execution.process_limits import (
     scrubbed_env,
 )
 from kernelarc.execution.request_limits import memory_limits, runner_request
-from kernelarc.execution.result_file import new_result_key, read_raw_traces, traces_after_run
+from kernelarc.execution.result_file import (
+    new_result_key,
+    read_signed_result,
+    setup_failure,
+    traces_after_run,
+)
+from kernelarc.execution.runner_accounts import host_account
+from kernelarc.execution.runner_cache import CACHE_LIMIT_BYTES, IdentityCaches, trim
 from kernelarc.execution.runner_identities import Identity, IdentityPool, Lease
 from kernelarc.execution.runner_process import RunnerProcess, start
 from kernelarc.execution.spare_slot import SpareSlot
@@ -136,6 +147,7 @@ class LocalSandbox:
         pid_namespace: bool = True,
         warm_spare: bool = True,
         spare_start: SpareStart = "auto",
+        cache_limit_bytes: int | None = CACHE_LIMIT_BYTES,
     ) -> None:
         """Options; the memory limits apply on CPU only (CUDA maps huge virtual ranges): each
         runner process may map `memory_limit_gb` plus the problem's data times the copies the
@@ -143,8 +155,10 @@ class LocalSandbox:
         memory); a problem whose reference alone exceeds that is refused (SandboxError).
         `memory_limit_gb` None: no address-space limit at all.
 
-        `cpu_time_limit_s` None means timeout x cores + 30 s; `cache_dir` None keeps the Triton
-        and Inductor caches inside each evaluation's temp dir (no cross-candidate sharing).
+        `cpu_time_limit_s` None means timeout x cores + 30 s. Each runner identity keeps its
+        compile caches (Triton, Inductor, CUDA) in `<cache_dir>/<uid>-<gid>/`, its own, for the
+        candidates that follow (`runner_cache.py`); `cache_dir` None: a dir of this sandbox's
+        own, removed by `close()`; an identity's dir past `cache_limit_bytes` is emptied.
         `jail` runs the runner in `jail.py` where possible, as `user` or `spare_user` (uid,
         gid), alternating per runner. `pid_namespace` False skips the PID namespace on CPU too
         (CUDA never gets one): the set-up GPU hosts use, on any host.
@@ -159,6 +173,7 @@ class LocalSandbox:
         self.max_memory_gb = max_memory_gb
         self.network = network
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self.cache_limit_bytes = cache_limit_bytes
         self.cpu_time_limit_s = cpu_time_limit_s
         self.max_open_files = max_open_files
         self.max_file_size_bytes = max_file_size_bytes
@@ -175,8 +190,9 @@ class LocalSandbox:
         self._spares: SpareSlot[RunnerProcess] = SpareSlot()
         self._preparing: Future[None] | None = None
         self._temp_root = Path(tempfile.gettempdir())
-        sweep_stale(self._temp_root, ["eval"])  # what a host killed with SIGKILL left
-        self._finalizer = weakref.finalize(self, self._spares.close)
+        sweep_stale(self._temp_root, ["eval", "cache"])  # what a host killed with SIGKILL left
+        self._caches = IdentityCaches(self.cache_dir, self._temp_root, cache_limit_bytes)
+        self._finalizer = weakref.finalize(self, _close_all, self._spares, self._caches)
 
     def __enter__(self) -> "LocalSandbox":
         return self
@@ -185,7 +201,8 @@ class LocalSandbox:
         self.close()
 
     def close(self) -> None:
-        """End the spare runner and remove its temp dir; later evaluations run cold."""
+        """End the spare runner and remove its temp dir and the compile caches this sandbox
+        made; later evaluations run cold."""
         self._finalizer()
 
     def prepare(self, device: str, timeout_s: float, problem_dir: str | None = None) -> None:
@@ -267,7 +284,6 @@ class LocalSandbox:
             notes.append(f"{WARM_SPARE_NOTE} (started {ahead:.1f} s before the request)")
         next_spare: Future[None] | None = None
         try:
-            self._hand_over_shared(runner)
             if self.warm_spare and self._spare_at_once(request.device, runner):
                 # Forked on the spawn thread meanwhile: the candidate's clock does not wait.
                 next_spare = submit_to_spawn_thread(
@@ -276,11 +292,19 @@ class LocalSandbox:
             key = new_result_key()
             runner.go(runner_request(request, timeout_s, address_space).model_dump_json(), key)
             run = runner.finish(timeout_s)
-            raw, problem = read_raw_traces(runner.workdir / "result.json", key)
+            signed = read_signed_result(runner.workdir / "result.json", key)
         finally:
             runner.discard()
+            self._trim_cache(runner)
             if next_spare is not None:
                 _wait_quietly(next_spare)
+        setup = setup_failure(signed, run.returncode, jailed=runner.jailed)
+        if setup is not None:
+            if self.warm_spare:
+                self._start_spare(request.device, timeout_s)
+            msg = f"the sandbox runner could not set itself up: {setup}\n{run.log_tail[-2000:]}"
+            raise SandboxError(msg)
+        raw, problem = signed.traces, signed.problem
         traces = traces_after_run(
             request,
             raw,
@@ -341,19 +365,15 @@ class LocalSandbox:
             raise
 
     def _command(
-        self,
-        device: str,
-        identity: Identity,
-        writable: list[Path],
-        notes: list[str],
-        trace_notes: list[str],
-    ) -> tuple[list[str], bool]:
-        """The runner's command line, and whether it runs in the jail."""
+        self, device: str, identity: Identity, notes: list[str], trace_notes: list[str]
+    ) -> tuple[list[str], list[str], bool]:
+        """(what goes before the runner's own command line, the runner's command line, whether
+        it runs in the jail); the jail's part still lacks its `--rw` dirs and account lines."""
         runner = [self.python, "-P", "-m", "kernelarc.runner", "--device", device]
         runner += ["request.json", "result.json"]
         if self.network:
             notes.append("no jail: network access was asked for (no namespaces)")
-            return runner, False
+            return [], runner, False
         isolation = probe_isolation(pid_namespace=device != "cuda" and self.pid_namespace)
         if isolation.note:
             notes.append(isolation.note)
@@ -363,10 +383,8 @@ class LocalSandbox:
             isolation.prefix, isolation.mount_namespace, device, identity, notes
         )
         if jailed is None:
-            return [*isolation.prefix, *runner], False
-        for folder in writable:
-            jailed += ["--rw", str(folder)]
-        return [*jailed, "--", *runner], True
+            return list(isolation.prefix), runner, False
+        return jailed, runner, True
 
     def _jail_prefix(
         self,
@@ -413,15 +431,17 @@ class LocalSandbox:
             msg = f"cannot give {folder} to the sandbox user {uid}:{gid}: {exc}"
             raise SandboxError(msg) from exc
 
-    def _hand_over_shared(self, runner: RunnerProcess) -> None:
-        """Give a shared cache dir to the runner about to get its request. Not at its start: a
-        spare may start while the previous runner, as the other user, still uses the cache."""
-        for folder in runner.shared:
-            if runner.jailed and runner.lease is not None:
-                self._hand_over(folder, runner.lease.identity)
+    def _trim_cache(self, runner: RunnerProcess) -> None:
+        """Empty the runner's identity cache if it grew too big, once no runner of that
+        identity is alive (the one just discarded was its last)."""
+        if runner.cache is None or runner.lease is None:
+            return
+        if self._identities.live(runner.lease.identity) == 0:
+            trim(runner.cache, self.cache_limit_bytes)
 
     def _spawn(self, device: str, timeout_s: float, lease: Lease) -> RunnerProcess:
-        """Temp dir, environment, command line (jail or not), then the process itself."""
+        """Temp dir, identity (cache, account), environment, command line (jail or not), then
+        the process itself."""
         try:
             workdir = make_owned_dir("eval", self._temp_root)  # swept if this host is killed
         except OSError as exc:
@@ -430,18 +450,28 @@ class LocalSandbox:
         try:
             notes: list[str] = []
             trace_notes: list[str] = []
-            cache = self.cache_dir if self.cache_dir is not None else workdir / "cache"
+            prefix, runner_command, jailed = self._command(
+                device, lease.identity, notes, trace_notes
+            )
+            # Unjailed, the runner is this process's user, whatever identity it leased.
+            uid, gid = lease.identity if jailed else (os.geteuid(), os.getegid())
+            cache = self._caches.folder(uid, gid)
+            account = host_account(uid, gid, str(workdir))
             env = scrubbed_env(
-                workdir=workdir, cache_dir=cache, device=device, gpu=self.gpu, extra=self.extra_env
+                workdir=workdir,
+                cache_dir=cache,
+                device=device,
+                gpu=self.gpu,
+                account=account,
+                extra=self.extra_env,
             )
-            shared = [] if cache.resolve().is_relative_to(workdir.resolve()) else [cache]
-            for folder in shared:
-                folder.mkdir(parents=True, exist_ok=True)  # the jail bind-mounts it
-            command, jailed = self._command(
-                device, lease.identity, [workdir, *shared], notes, trace_notes
-            )
+            command = [*prefix, *runner_command]
             if jailed:
                 self._hand_over(workdir, lease.identity)  # mkdtemp: mode 0700
+                jail_args = ["--rw", str(workdir), "--rw", str(cache)]
+                jail_args += [f"--passwd-line={line}" for line in account.passwd_lines]
+                jail_args += [f"--group-line={line}" for line in account.group_lines]
+                command = [*prefix, *jail_args, "--", *runner_command]
             runner = start(
                 command,
                 workdir=workdir,
@@ -454,11 +484,17 @@ class LocalSandbox:
                 trace_notes=trace_notes,
                 lease=lease,
             )
-            runner.shared = shared
+            runner.cache = cache
             return runner
         except BaseException:
             shutil.rmtree(workdir, ignore_errors=True)
             raise
+
+
+def _close_all(spares: SpareSlot[RunnerProcess], caches: IdentityCaches) -> None:
+    """End the spare, then remove the caches this sandbox made (the finalizer's work)."""
+    spares.close()
+    caches.close()
 
 
 def _wait_quietly(future: "Future[None]") -> None:

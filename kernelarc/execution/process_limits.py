@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import kernelarc
+from kernelarc.execution.runner_accounts import Account, account_env
+from kernelarc.execution.runner_cache import cache_env
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
 _PASSED_THROUGH = ("PATH", "LANG", "LD_LIBRARY_PATH", "CUDA_HOME")
@@ -108,9 +110,12 @@ def scrubbed_env(
     cache_dir: Path,
     device: str,
     gpu: int,
+    account: Account | None = None,
     extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The runner's whole environment: an allowlist plus sandbox-specific values."""
+    """The runner's whole environment: an allowlist plus sandbox-specific values. `cache_dir`
+    holds the compile caches (`runner_cache.cache_env`); `account` names the runner's user
+    (USER, LOGNAME: what `getpass.getuser()` reads before the passwd database)."""
     env = {name: os.environ[name] for name in _PASSED_THROUGH if name in os.environ}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env.setdefault("LANG", "C.UTF-8")
@@ -123,8 +128,8 @@ def scrubbed_env(
             "PYTHONNOUSERSITE": "1",
             # A CPU evaluation sees no GPU at all; a CUDA one sees only its pinned GPU.
             "CUDA_VISIBLE_DEVICES": str(gpu) if device == "cuda" else "",
-            "TRITON_CACHE_DIR": str(cache_dir / "triton"),
-            "TORCHINDUCTOR_CACHE_DIR": str(cache_dir / "inductor"),
+            **cache_env(cache_dir),
+            **(account_env(account) if account is not None else {}),
         }
     )
     for name, value in (extra or {}).items():

@@ -14,11 +14,13 @@ import hmac
 import json
 import logging
 import secrets
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from kernelarc.execution.jail import SETUP_FAILED
 from kernelarc.schema import (
     Environment,
     EvalRequest,
@@ -51,28 +53,74 @@ def sign_payload(text: str, key: bytes) -> str:
     return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
-def read_raw_traces(path: Path, key: bytes) -> tuple[list[Any], str | None]:
-    """The `traces` list of a signed result file, or ([], why) when missing, forged or bad."""
+@dataclass(frozen=True)
+class SignedResult:
+    """What a result file holds once its signature verified (or why nothing is usable)."""
+
+    traces: list[Any] = field(default_factory=list)
+    """The raw `traces` list ([] when unusable)."""
+    problem: str | None = None
+    """Why the file is unusable (missing, forged, malformed), or None."""
+    setup_error: str | None = None
+    """The judge's own report that it could not set itself up before any candidate code ran
+    (`kernelarc.runner`: its identity or environment is broken): an infrastructure failure."""
+
+
+def read_signed_result(path: Path, key: bytes) -> SignedResult:
+    """The signed result file's contents, or why it is unusable."""
     try:
         envelope = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return [], "the runner wrote no result file"
+        return SignedResult(problem="the runner wrote no result file")
     except (OSError, ValueError) as exc:
-        return [], f"the result file is unreadable: {exc}"
+        return SignedResult(problem=f"the result file is unreadable: {exc}")
     if not isinstance(envelope, dict):
-        return [], "the result file is not a signed result"
+        return SignedResult(problem="the result file is not a signed result")
     text, digest = envelope.get("payload"), envelope.get("hmac")
     if not isinstance(text, str) or not isinstance(digest, str):
-        return [], "the result file is not a signed result"
+        return SignedResult(problem="the result file is not a signed result")
     if not hmac.compare_digest(sign_payload(text, key), digest):
-        return [], "the result file's signature does not verify (not written by the judge)"
+        why = "the result file's signature does not verify (not written by the judge)"
+        return SignedResult(problem=why)
     try:
         data = json.loads(text)
     except ValueError as exc:
-        return [], f"the result file is unreadable: {exc}"
+        return SignedResult(problem=f"the result file is unreadable: {exc}")
     if not isinstance(data, dict) or not isinstance(data.get("traces"), list):
-        return [], "the result file has no `traces` list"
-    return data["traces"], None
+        return SignedResult(problem="the result file has no `traces` list")
+    setup = data.get("setup_error")
+    return SignedResult(data["traces"], None, setup if isinstance(setup, str) else None)
+
+
+def read_raw_traces(path: Path, key: bytes) -> tuple[list[Any], str | None]:
+    """The `traces` list of a signed result file, or ([], why) when missing, forged or bad."""
+    result = read_signed_result(path, key)
+    return result.traces, result.problem
+
+
+#: Exit codes only the sandbox's own machinery gives a runner that wrote no result: the
+#: judge's bad usage, go line or request (2), a command that cannot run (126) or is missing
+#: (127); and, jailed, the jail's set-up failure (`jail.SETUP_FAILED`).
+_MACHINERY_EXITS = frozenset({2, 126, 127})
+
+
+def setup_failure(result: SignedResult, exit_code: int | None, *, jailed: bool) -> str | None:
+    """Why the runner failed before any candidate code ran (an infrastructure failure, never
+    the candidate's), or None when it got that far (whatever happened next is the
+    candidate's: a crash, a kill, a timeout).
+
+    The judge reports its own set-up failures in the signed result (`setup_error`). Without a
+    signed result, only exit codes that candidate code cannot cause count: candidate code runs
+    in worker processes, and a worker can end the judge only by a signal (128 + n) or by
+    making it raise (1).
+    """
+    if result.setup_error is not None:
+        return result.setup_error
+    if result.problem is None or exit_code is None:
+        return None
+    if exit_code in _MACHINERY_EXITS or (jailed and exit_code == SETUP_FAILED):
+        return f"runner exited with code {exit_code} and no result ({result.problem})"
+    return None
 
 
 def _evaluation_of(raw: Any, uuid: str) -> Evaluation | None:

@@ -47,6 +47,11 @@ class IdentityPool:
         """The distinct identities, in the order given."""
         return tuple(self._live)
 
+    def live(self, identity: Identity) -> int:
+        """How many live runners hold `identity`."""
+        with self._lock:
+            return self._live.get(identity, 0)
+
     def lease(self, *, only_free: bool) -> Lease | None:
         """An identity held by no live runner, not the last one handed out if both are free;
         with both held: None if `only_free`, else the one with fewer live runners."""

@@ -58,8 +58,8 @@ class RunnerProcess:
     trace_notes: list[str] = field(default_factory=list)
     """The subset every trace's log must carry."""
     started: float = field(default_factory=time.monotonic)
-    shared: list[Path] = field(default_factory=list)
-    """Writable dirs outside its temp dir (a shared cache dir), handed to its user at `go`."""
+    cache: Path | None = None
+    """Its identity's compile cache dir (`runner_cache.py`), writable beside its temp dir."""
     lease: Lease | None = None
     """Its uid:gid in the jail (`runner_identities`), released by `discard` once it is dead."""
 

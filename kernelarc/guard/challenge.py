@@ -7,6 +7,13 @@ Every evaluation is a fresh sandbox run through the `evaluate` callable the loop
 takes an evaluation slot, so timed runs never share a GPU). Extra evaluations do not count
 against the candidate budget; they are counted in `GuardRecord.extra_evaluations`. The outcome is
 decided afterwards by `verdict.judge_attempt` from the recorded samples alone.
+
+An evaluation whose sandbox failed (SandboxError: the runner could not be started or could not
+set itself up, before any candidate code ran) is retried up to `settings.infra_retries` times
+(`evaluate_retrying`, also used for a candidate's own evaluation); one that still fails is
+recorded as INFRA_ERROR, which the verdict never counts as the candidate's defeat. Whatever
+the runner returned once the candidate ran (a crash, a kill, a timeout, wrong outputs) is the
+candidate's result and is not retried (docs/guard.md, "Infrastructure failures").
 """
 
 import logging
@@ -32,6 +39,40 @@ Evaluate = Callable[[EvalRequest], EvalResult]
 """Runs one request in a fresh sandbox; raises SandboxError when the sandbox itself fails."""
 
 Role = Literal["challenger", "incumbent"]
+#: Seconds before the n-th retry: n times this (a start that failed may succeed a moment later).
+RETRY_PAUSE_S = 0.5
+
+
+@dataclass(frozen=True)
+class Retried:
+    """An evaluation after its infrastructure retries."""
+
+    result: EvalResult | None
+    """The result, or None when every try failed in the sandbox."""
+    retries: int
+    """Tries that failed in the sandbox and were retried."""
+    error: str
+    """The last sandbox failure ('' when none)."""
+
+
+def evaluate_retrying(evaluate: Evaluate, request: EvalRequest, retries: int) -> Retried:
+    """Run `evaluate`, again up to `retries` times while it raises SandboxError."""
+    error = ""
+    for attempt in range(retries + 1):
+        if attempt:
+            time.sleep(RETRY_PAUSE_S * attempt)
+        try:
+            return Retried(evaluate(request), attempt, error)
+        except SandboxError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            logger.warning(
+                "sandbox failure (try %d of %d) evaluating %s: %s",
+                attempt + 1,
+                retries + 1,
+                request.solution.name,
+                exc,
+            )
+    return Retried(None, retries, error)
 
 
 @dataclass(frozen=True)
@@ -68,14 +109,17 @@ def confirmation_request(base: EvalRequest, seed: int) -> EvalRequest:
 def run_challenge(challenge: Challenge, record: GuardRecord, evaluate: Evaluate) -> GuardRecord:
     """Re-time (when there is an incumbent) and confirm (when accepted and `confirm` is on).
 
-    Returns the record with samples, decision, confirmation and extra_evaluations filled in.
+    Returns the record with samples, decision, confirmation and extra_evaluations (every
+    sandbox run, retried ones included) filled in.
     """
     settings = record.settings
     samples: list[RetimingSample] = []
+    runs = 0
     if challenge.incumbent is not None:
         samples, decision = _retime(challenge, record, evaluate)
+        runs = sum(1 + s.retries for s in samples)
         record = record.model_copy(
-            update={"samples": samples, "decision": decision, "extra_evaluations": len(samples)}
+            update={"samples": samples, "decision": decision, "extra_evaluations": runs}
         )
         logger.info(
             "guard: %s vs incumbent %s after %d rounds: %s ratio %s CI [%s, %s]",
@@ -91,7 +135,7 @@ def run_challenge(challenge: Challenge, record: GuardRecord, evaluate: Evaluate)
             return record
     if not settings.confirm:
         return record
-    confirmation = _confirm(challenge, evaluate)
+    confirmation = _confirm(challenge, evaluate, settings.infra_retries or 0)
     logger.info(
         "guard: confirmation of %s on seed %d: %s",
         challenge.proposal.id,
@@ -99,7 +143,7 @@ def run_challenge(challenge: Challenge, record: GuardRecord, evaluate: Evaluate)
         confirmation.status,
     )
     return record.model_copy(
-        update={"confirmation": confirmation, "extra_evaluations": len(samples) + 1}
+        update={"confirmation": confirmation, "extra_evaluations": runs + 1 + confirmation.retries}
     )
 
 
@@ -118,7 +162,15 @@ def _retime(
         # ABBA order: a slow drift of the machine weighs on both sides equally.
         order = sides if round_index % 2 == 0 else sides[::-1]
         for role, proposal in order:
-            samples.append(_sample(challenge.request, proposal, role, round_index, evaluate))
+            sample = _sample(
+                challenge.request,
+                proposal,
+                role,
+                round_index,
+                evaluate,
+                settings.infra_retries or 0,
+            )
+            samples.append(sample)
         decision = decide_samples(samples, settings)
         if decision.outcome != "undecided" or any(x.status != "PASSED" for x in samples):
             break
@@ -126,16 +178,20 @@ def _retime(
 
 
 def _sample(
-    base: EvalRequest, proposal: Proposal, role: Role, round_index: int, evaluate: Evaluate
+    base: EvalRequest,
+    proposal: Proposal,
+    role: Role,
+    round_index: int,
+    evaluate: Evaluate,
+    retries: int,
 ) -> RetimingSample:
     t0 = time.monotonic()
-    try:
-        result = evaluate(retiming_request(base, proposal))
-    except SandboxError as exc:
-        logger.warning("guard: re-timing %s failed in the sandbox: %s", proposal.id, exc)
+    done = evaluate_retrying(evaluate, retiming_request(base, proposal), retries)
+    if done.result is None:
+        logger.warning("guard: re-timing %s failed in the sandbox: %s", proposal.id, done.error)
         status, latencies = "INFRA_ERROR", []
     else:
-        score = score_traces(result.traces)
+        score = score_traces(done.result.traces)
         status, latencies = str(score.status), list(score.latencies_ms)
     return RetimingSample(
         round=round_index,
@@ -144,27 +200,30 @@ def _sample(
         status=status,
         latencies_ms=latencies,
         wall_s=round(time.monotonic() - t0, 3),
+        retries=done.retries,
+        log=done.error[:2000],
     )
 
 
-def _confirm(challenge: Challenge, evaluate: Evaluate) -> Confirmation:
+def _confirm(challenge: Challenge, evaluate: Evaluate, retries: int) -> Confirmation:
     t0 = time.monotonic()
     request = confirmation_request(challenge.request, challenge.confirm_seed)
-    try:
-        result = evaluate(request)
-    except SandboxError as exc:
+    done = evaluate_retrying(evaluate, request, retries)
+    if done.result is None:
         return Confirmation(
             seed=challenge.confirm_seed,
             status="INFRA_ERROR",
             wall_s=round(time.monotonic() - t0, 3),
-            log=f"{type(exc).__name__}: {exc}",
+            log=done.error[:2000],
+            retries=done.retries,
         )
-    score = score_traces(result.traces)
+    score = score_traces(done.result.traces)
     return Confirmation(
         seed=challenge.confirm_seed,
         status=str(score.status),
         latencies_ms=list(score.latencies_ms),
         speedup=score.speedup,
         wall_s=round(time.monotonic() - t0, 3),
-        log=first_failure_log(result.traces)[:2000],
+        log=first_failure_log(done.result.traces)[:2000],
+        retries=done.retries,
     )

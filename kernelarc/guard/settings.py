@@ -28,6 +28,7 @@ def guard_settings(cfg: GuardConfig, device: str) -> GuardSettings:
         bootstrap_seed=cfg.bootstrap_seed,
         confirm=cfg.enabled and cfg.confirm,
         roofline_slack=cfg.roofline.slack if roofline_on else None,
+        infra_retries=cfg.infra_retries,
     )
 
 

@@ -11,9 +11,17 @@ Order of the rules (first match decides):
 4. any latency below the roofline bound * (1 - slack) -> REJECTED_GUARD, FAILED
 5. not faster than the incumbent                      -> CORRECT
 6. the challenger fails a re-timing evaluation       -> REJECTED_GUARD, FAILED
-7. incumbent exists and re-timing does not accept     -> CHALLENGER (status PASSED)
-8. confirmation on fresh inputs missing or failed     -> REJECTED_GUARD, FAILED
-9. otherwise                                          -> NEW_BEST (confirmed when confirm is on)
+7. a re-timing evaluation failed in the sandbox       -> INFRA_ERROR (status PASSED)
+8. incumbent exists and re-timing does not accept     -> CHALLENGER (status PASSED)
+9. the confirmation failed in the sandbox             -> INFRA_ERROR (status PASSED)
+10. confirmation on fresh inputs missing or failed    -> REJECTED_GUARD, FAILED
+11. otherwise                                         -> NEW_BEST (confirmed when confirm is on)
+
+"Failed in the sandbox" is status INFRA_ERROR after `settings.infra_retries` retries: the
+runner could not be started or set up, before any candidate code ran (docs/guard.md). Rules 7
+and 9 apply to records with `infra_retries` set; older records (None) keep the rules they were
+judged by: an infrastructure failure in re-timing left the challenger undecided (rule 8) and a
+failed confirmation rejected it whatever the cause (rule 10).
 """
 
 from dataclasses import dataclass
@@ -149,6 +157,9 @@ def _judge_guarded(
     if flaky:
         reason = f"challenger ended {flaky[0].status} in re-timing round {flaky[0].round}"
         return Judgement(Verdict.FAILED, "REJECTED_GUARD", False, reason)
+    infra = sandbox_failure(record)
+    if infra:
+        return Judgement(Verdict.INFRA_ERROR, EvalStatus.PASSED, False, infra)
     if incumbent_speedup is not None:
         decision = decide_samples(record.samples, settings)
         if decision.outcome != "accept":
@@ -158,17 +169,46 @@ def _judge_guarded(
             if decision.reason:
                 reason += f" ({decision.reason})"
             return Judgement(Verdict.CHALLENGER, EvalStatus.PASSED, False, reason)
-    if settings.confirm:
-        confirmation = record.confirmation
-        if confirmation is None:
-            return Judgement(Verdict.FAILED, "REJECTED_GUARD", False, "not confirmed")
-        if confirmation.status != EvalStatus.PASSED:
-            reason = f"confirmation on seed {confirmation.seed} ended {confirmation.status}"
-            if confirmation.log:
-                reason += f": {confirmation.log[:300]}"
-            return Judgement(Verdict.FAILED, "REJECTED_GUARD", False, reason)
+    unconfirmed = _unconfirmed(record)
+    if unconfirmed:
+        return Judgement(Verdict.FAILED, "REJECTED_GUARD", False, unconfirmed)
     reason = "accepted" + (" and confirmed" if settings.confirm else "")
     return Judgement(Verdict.NEW_BEST, EvalStatus.PASSED, settings.confirm, reason)
+
+
+def _unconfirmed(record: GuardRecord) -> str:
+    """Rule 10: why a confirmation (when `confirm` is on) is missing or failed, or ''."""
+    if not record.settings.confirm:
+        return ""
+    confirmation = record.confirmation
+    if confirmation is None:
+        return "not confirmed"
+    if confirmation.status == EvalStatus.PASSED:
+        return ""
+    reason = f"confirmation on seed {confirmation.seed} ended {confirmation.status}"
+    return reason + (f": {confirmation.log[:300]}" if confirmation.log else "")
+
+
+def sandbox_failure(record: GuardRecord) -> str:
+    """Why the guard's measurements of a passing challenger could not be completed for an
+    infrastructure reason (rules 7 and 9: a re-timing or confirmation evaluation ended
+    INFRA_ERROR after its retries), or '' (also for records from before `infra_retries`). A
+    confirmation runs only after re-timing accepted, so checking both here keeps the order."""
+    if record.settings.infra_retries is None:
+        return ""
+    broken = next((s for s in record.samples if s.status == "INFRA_ERROR"), None)
+    if broken is not None:
+        return (
+            f"{broken.role} re-timing round {broken.round} failed in the sandbox after "
+            f"{broken.retries} retries (not the candidate's fault): {broken.log[:300]}"
+        )
+    confirmation = record.confirmation
+    if confirmation is not None and confirmation.status == "INFRA_ERROR":
+        return (
+            f"confirmation on seed {confirmation.seed} failed in the sandbox after "
+            f"{confirmation.retries} retries (not the candidate's fault): {confirmation.log[:300]}"
+        )
+    return ""
 
 
 def _describe(ratio: float | None, low: float | None) -> str:

@@ -26,7 +26,8 @@ def builtin_names() -> list[str]:
 
 
 def resolve_problem(name_or_path: str, workload_file: str = "workload.jsonl") -> Problem:
-    """Load a problem given a built-in name or a path to a problem dir.
+    """Load a problem given a built-in name, a path to a problem dir, or a path to the
+    `definition.json` in one (its folder is the problem dir).
 
     An existing directory wins over a built-in of the same name, so `./rmsnorm` and `rmsnorm`
     can differ on purpose.
@@ -36,6 +37,8 @@ def resolve_problem(name_or_path: str, workload_file: str = "workload.jsonl") ->
         ProblemFormatError: the problem's files do not validate.
     """
     candidate = Path(name_or_path).expanduser()
+    if candidate.name == "definition.json" and candidate.is_file():
+        candidate = candidate.parent
     if candidate.is_dir():
         return load_problem(candidate, workload_file)
     names = builtin_names()

@@ -11,6 +11,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from kernelarc.errors import ProblemFormatError
+from kernelarc.problems.unknown_keys import definition_key_notes, workload_key_notes
 from kernelarc.schema import Definition, Solution, Workload
 
 M = TypeVar("M", bound=BaseModel)
@@ -26,6 +27,8 @@ class Problem:
     """The definition."""
     workloads: tuple[Workload, ...]
     """The workloads, in file order."""
+    warnings: tuple[str, ...] = ()
+    """What loading found questionable but harmless (unknown keys), each naming file and key."""
 
     @property
     def name(self) -> str:
@@ -47,11 +50,14 @@ def describe_validation_error(exc: ValidationError) -> str:
     return "; ".join(lines)
 
 
-def _parse_json(text: str, where: str) -> object:
+def _parse_json(text: str, where: str, one_line: bool = False) -> object:
+    """Parse JSON; the error names the line and column (only the column for one JSONL line,
+    whose `where` names the line already)."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        msg = f"{where}: not valid JSON ({exc.msg} at column {exc.colno}); fix the syntax"
+        at = f"column {exc.colno}" if one_line else f"line {exc.lineno}, column {exc.colno}"
+        msg = f"{where}: not valid JSON at {at} ({exc.msg}); fix the syntax"
         raise ProblemFormatError(msg) from exc
 
 
@@ -76,7 +82,13 @@ def _read(path: Path) -> str:
 
 def load_definition(path: Path) -> Definition:
     """Load and validate a definition.json."""
-    return _validate(Definition, _parse_json(_read(path), str(path)), str(path))
+    return _load_definition(path)[0]
+
+
+def _load_definition(path: Path) -> tuple[Definition, list[str]]:
+    data = _parse_json(_read(path), str(path))
+    notes = definition_key_notes(data, str(path))
+    return _validate(Definition, data, str(path)), notes
 
 
 def load_solution(path: Path) -> Solution:
@@ -93,13 +105,20 @@ def load_solution(path: Path) -> Solution:
 
 def load_workloads(path: Path, definition: Definition) -> tuple[Workload, ...]:
     """Load workload.jsonl and check every line against the definition."""
+    return _load_workloads(path, definition)[0]
+
+
+def _load_workloads(path: Path, definition: Definition) -> tuple[tuple[Workload, ...], list[str]]:
     workloads: list[Workload] = []
+    notes: list[str] = []
     seen: set[str] = set()
     for lineno, line in enumerate(_read(path).splitlines(), start=1):
         if not line.strip():
             continue
         where = f"{path}:{lineno}"
-        workload = _validate(Workload, _parse_json(line, where), where)
+        data = _parse_json(line, where, one_line=True)
+        notes += workload_key_notes(data, where)
+        workload = _validate(Workload, data, where)
         if workload.uuid in seen:
             msg = f"{where}: duplicate workload uuid {workload.uuid!r}; uuids must be unique"
             raise ProblemFormatError(msg)
@@ -109,7 +128,7 @@ def load_workloads(path: Path, definition: Definition) -> tuple[Workload, ...]:
     if not workloads:
         msg = f"{path}: no workloads; add one JSON object per line"
         raise ProblemFormatError(msg)
-    return tuple(workloads)
+    return tuple(workloads), notes
 
 
 def check_workload(definition: Definition, workload: Workload, where: str) -> None:
@@ -152,6 +171,11 @@ def load_problem(path: Path, workload_file: str = "workload.jsonl") -> Problem:
     if not path.is_dir():
         msg = f"{path}: not a problem directory (expected definition.json and {workload_file})"
         raise ProblemFormatError(msg)
-    definition = load_definition(path / "definition.json")
-    workloads = load_workloads(path / workload_file, definition)
-    return Problem(path=path, definition=definition, workloads=workloads)
+    definition, notes = _load_definition(path / "definition.json")
+    workloads, workload_notes = _load_workloads(path / workload_file, definition)
+    return Problem(
+        path=path,
+        definition=definition,
+        workloads=workloads,
+        warnings=tuple(notes + workload_notes),
+    )

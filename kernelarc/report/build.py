@@ -9,14 +9,14 @@ then logs the output folder to MLflow. Files written to `out_dir`:
 import csv
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kernelarc.errors import ConfigError
 from kernelarc.report.arms import arm_keys, arm_label
-from kernelarc.report.html_page import format_interval, render_html
+from kernelarc.report.html_page import render_html
 from kernelarc.report.inputs import CampaignData
 from kernelarc.report.plots import plot_best_so_far, plot_credit
 from kernelarc.report.stats import (
@@ -29,6 +29,7 @@ from kernelarc.report.stats import (
     summarize_arms,
 )
 from kernelarc.schema import utc_now
+from kernelarc.timing_labels import CPU_TIMING_NOTE, TIMING_TAG_VALUE, cpu_timed
 
 REPORT_HTML = "report.html"
 """The page."""
@@ -120,8 +121,9 @@ def build_report(
     }
     report = Report(out_dir, budget, keys, arms, list(images.values()), notes)
     report.files.append(_write_json(out_dir / REPORT_JSON, report, options, targets))
-    report.files.append(_write_arms_csv(out_dir / "arms.csv", arms))
-    report.files.append(_write_runs_csv(out_dir / "runs.csv", arms))
+    cpu = {c.label for c in campaigns if cpu_timed(c.attempts)}
+    report.files.append(_write_arms_csv(out_dir / "arms.csv", arms, cpu))
+    report.files.append(_write_runs_csv(out_dir / "runs.csv", arms, cpu))
     facts = {
         "campaigns": str(len(campaigns)),
         "problems": ", ".join(problems),
@@ -141,6 +143,8 @@ def build_report(
 
 def _notes(campaigns: Sequence[CampaignData], keys: list[str], budget: int) -> list[str]:
     notes = []
+    if cpu_timed(a for c in campaigns for a in c.attempts):
+        notes.append(CPU_TIMING_NOTE)
     short = [c.label for c in campaigns if len(c.attempts) < budget]
     if short:
         notes.append(
@@ -217,43 +221,43 @@ def _write_json(
     return path
 
 
-def _write_arms_csv(path: Path, arms: Sequence[ArmStats]) -> Path:
+def _write_arms_csv(path: Path, arms: Sequence[ArmStats], cpu: set[str]) -> Path:
+    """One row per arm; every interval as numeric columns (mean, low, high, n), empty when
+    undefined, so a spreadsheet or pandas reads numbers, not "mean [low, high]" strings; the
+    `timing` column labels arms timed on a CPU (`cpu` holds those campaigns' labels)."""
+    measures = ("final_best_speedup", "final_sol_score", "candidates_to_target")
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(
-            [
-                "problem",
-                "arm",
-                "runs",
-                "final_best_speedup",
-                "final_sol_score",
-                "candidates_to_target",
-                "reached_target",
-            ]
-        )
+        header = ["problem", "arm", "runs"]
+        for measure in measures:
+            header += [f"{measure}_{part}" for part in ("mean", "low", "high", "n")]
+        writer.writerow([*header, "reached_target", "timing"])
         for a in arms:
-            writer.writerow(
-                [
-                    a.problem,
-                    a.arm,
-                    len(a.runs),
-                    format_interval(a.final_best, 6),
-                    format_interval(a.final_sol, 6),
-                    format_interval(a.to_target, 6),
-                    a.reached,
-                ]
-            )
+            row: list[object] = [a.problem, a.arm, len(a.runs)]
+            for interval in (a.final_best, a.final_sol, a.to_target):
+                numbers = _interval(interval)
+                row += [_csv_number(numbers[part]) for part in ("mean", "low", "high", "n")]
+            writer.writerow([*row, a.reached, _timing((r.label for r in a.runs), cpu)])
     return path
 
 
-def _write_runs_csv(path: Path, arms: Sequence[ArmStats]) -> Path:
+def _csv_number(value: float | int | None) -> object:
+    return "" if value is None else value
+
+
+def _timing(labels: Iterable[str], cpu: set[str]) -> str:
+    """The `timing` column: the CPU label when any of the campaigns was timed on a CPU."""
+    return TIMING_TAG_VALUE if any(label in cpu for label in labels) else ""
+
+
+def _write_runs_csv(path: Path, arms: Sequence[ArmStats], cpu: set[str]) -> Path:
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(
-            ["campaign", "problem", "arm", "seed", "final_best_speedup", "final_sol_score"]
-        )
+        header = ["campaign", "problem", "arm", "seed", "final_best_speedup", "final_sol_score"]
+        writer.writerow([*header, "timing"])
         for a in arms:
             for r in a.runs:
                 sol = "" if r.final_sol is None else r.final_sol
-                writer.writerow([r.label, r.problem, r.arm, r.seed, r.final_best, sol])
+                timing = _timing([r.label], cpu)
+                writer.writerow([r.label, r.problem, r.arm, r.seed, r.final_best, sol, timing])
     return path

@@ -1,9 +1,12 @@
 """What `kernelarc report` reads: campaigns from run dirs, sweep dirs and MLflow experiments.
 
 Place in the flow: the CLI passes its targets here; `report.build` gets `CampaignData`. A target
-that is a directory is a run dir (it holds attempts.jsonl) or a folder of them (a Hydra sweep
-dir, searched three levels deep); any other target names an MLflow experiment. A campaign found
-both ways (an MLflow run whose `kernelarc.run_dir` was also given) is read once, from the run dir.
+`experiment:NAME` names an MLflow experiment; any other target that is a directory is a run dir
+(it holds attempts.jsonl) or a folder of them (a Hydra sweep dir, searched three levels deep),
+and a target that is neither names an experiment too. A directory with no run in it (a campaign
+that never started, `kernelarc/` of a checkout) is skipped and listed, with the
+`experiment:` spelling when an experiment was meant. A campaign found both ways (an MLflow run
+whose `kernelarc.run_dir` was also given) is read once, from the run dir.
 """
 
 import logging
@@ -28,6 +31,8 @@ from kernelarc.tracking.sync_ledger import LEDGER_FILE, SyncLedger
 logger = logging.getLogger(__name__)
 
 _SWEEP_DEPTH = 3
+EXPERIMENT_PREFIX = "experiment:"
+"""Marks a report target as an MLflow experiment name, never a path."""
 
 
 @dataclass(frozen=True)
@@ -61,8 +66,13 @@ class CampaignData:
     """Its experiment name, when known."""
 
 
-def load_campaigns(targets: Sequence[str], tracking_uri: str) -> list[CampaignData]:
+def load_campaigns(
+    targets: Sequence[str], tracking_uri: str, skipped: list[str] | None = None
+) -> list[CampaignData]:
     """Every campaign named by `targets` (run dirs, sweep dirs, experiment names), in order.
+
+    With `skipped`, a directory that holds no run (nor run with attempts) is appended to it
+    with the reason instead of failing the whole report.
 
     Raises:
         ConfigError: a target is neither a run dir, a dir holding run dirs, nor an experiment;
@@ -76,11 +86,24 @@ def load_campaigns(targets: Sequence[str], tracking_uri: str) -> list[CampaignDa
     seen: set[str] = set()
     for target in targets:
         path = Path(target)
-        found = (
-            [load_run_dir(d) for d in find_run_dirs(path)]
-            if path.is_dir()
-            else load_experiment(tracking_uri, target)
-        )
+        if target.startswith(EXPERIMENT_PREFIX):
+            found = load_experiment(tracking_uri, target.removeprefix(EXPERIMENT_PREFIX))
+        elif path.is_dir():
+            try:
+                found = [load_run_dir(d) for d in find_run_dirs(path)]
+            except ConfigError as exc:
+                if skipped is None:
+                    raise
+                skipped.append(str(exc))
+                continue
+            if skipped is not None:
+                skipped += [
+                    f"{c.label}: no attempts recorded (the campaign never ran one)"
+                    for c in found
+                    if not c.attempts
+                ]
+        else:
+            found = load_experiment(tracking_uri, target)
         for campaign in found:
             key = str(campaign.run_dir.resolve()) if campaign.run_dir else campaign.label
             if key not in seen:
@@ -88,7 +111,8 @@ def load_campaigns(targets: Sequence[str], tracking_uri: str) -> list[CampaignDa
                 campaigns.append(campaign)
     campaigns = [c for c in campaigns if c.attempts]
     if not campaigns:
-        msg = f"no campaign with attempts in {', '.join(targets)}"
+        reasons = f" ({'; '.join(skipped)})" if skipped else ""
+        msg = f"no campaign with attempts in {', '.join(targets)}{reasons}"
         raise ConfigError(msg)
     return campaigns
 
@@ -107,7 +131,10 @@ def find_run_dirs(path: Path) -> list[Path]:
         level = sorted(d for parent in level for d in parent.iterdir() if d.is_dir())
         found += [d for d in level if (d / ATTEMPTS_FILE).is_file()]
     if not found:
-        msg = f"{path}: no run dir (a dir with {ATTEMPTS_FILE}) in it or below it"
+        msg = (
+            f"{path}: no run dir (a dir with {ATTEMPTS_FILE}) in it or below it; for the MLflow "
+            f"experiment of that name write {EXPERIMENT_PREFIX}{path.name}"
+        )
         raise ConfigError(msg)
     return sorted(found, key=_run_dir_order)
 

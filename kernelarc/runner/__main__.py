@@ -20,6 +20,10 @@ This process is the judge; candidate code runs only in worker processes it forks
 4. After each workload RESULT.json is rewritten atomically and signed with the key, so a crash or
    a kill later still leaves the traces done so far, and a file a worker writes is rejected.
 Any exception escaping the evaluation becomes RUNTIME_ERROR traces for the unfinished workloads.
+A runner whose own set-up failed before any candidate code existed (its user has no name, its
+dirs cannot be written: `self_check.py`; the zygote cannot start; a request for another device)
+evaluates nothing and says so in the signed result (`setup_error`): the host reports that as
+an infrastructure failure, never as the candidate's.
 """
 
 import logging
@@ -35,6 +39,7 @@ os.dup2(2, 1)
 from kernelarc.runner.go_line import BadGoLine, lead_own_group, start_deadline, wait_for_go  # noqa: E402
 from kernelarc.runner.outcome import UNKNOWN_ENVIRONMENT, Outcome, make_trace  # noqa: E402
 from kernelarc.runner.result_key import read_result_key, set_dumpable, signed_result  # noqa: E402
+from kernelarc.runner.self_check import setup_problems  # noqa: E402
 from kernelarc.schema import EvalRequest, EvalStatus, Trace  # noqa: E402
 
 set_dumpable(False)
@@ -42,8 +47,12 @@ set_dumpable(False)
 logger = logging.getLogger("kernelarc.runner")
 
 
-def _write_result(path: Path, traces: list[Trace], key: bytes) -> None:
-    payload = {"traces": [t.model_dump(mode="json") for t in traces]}
+def _write_result(
+    path: Path, traces: list[Trace], key: bytes, setup_error: str | None = None
+) -> None:
+    payload: dict[str, Any] = {"traces": [t.model_dump(mode="json") for t in traces]}
+    if setup_error is not None:
+        payload["setup_error"] = setup_error
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(signed_result(payload, key), encoding="utf-8")
     tmp.replace(path)
@@ -57,10 +66,13 @@ def _crash_traces(request: EvalRequest, traces: list[Trace], log: str) -> None:
 
 
 def _run(request: EvalRequest, root: Path, result_path: Path, refused: str | None) -> None:
-    """Evaluate; `refused` (a reason) writes crash traces without evaluating anything."""
+    """Evaluate; `refused` (a set-up failure) writes crash traces without evaluating anything
+    and names the failure in the result."""
     traces: list[Trace] = []
     zygote: Any = None
-    crash_log = refused or "runner ended before every workload had a trace"
+    setup_error = refused
+    crash_log = f"sandbox set-up failed: {refused}" if refused else ""
+    crash_log = crash_log or "runner ended before every workload had a trace"
     try:
         if refused is None:
             from kernelarc.runner.evaluate import evaluate_request, start_zygote  # torch
@@ -70,6 +82,7 @@ def _run(request: EvalRequest, root: Path, result_path: Path, refused: str | Non
             zygote = start_zygote(request, root)
     except Exception:
         crash_log = "runner failed to start:\n" + traceback.format_exc()
+        setup_error = crash_log[-2000:]
     key = read_result_key()  # step 3: after the fork
     try:
         if zygote is not None:
@@ -83,7 +96,7 @@ def _run(request: EvalRequest, root: Path, result_path: Path, refused: str | Non
             zygote.close()
     if len(traces) < len(request.workloads):
         _crash_traces(request, traces, crash_log)
-    _write_result(result_path, traces, key)
+    _write_result(result_path, traces, key, setup_error)
 
 
 _USAGE = "usage: python -P -m kernelarc.runner [--device cpu|cuda] REQUEST.json RESULT.json"
@@ -133,6 +146,9 @@ def main(argv: list[str]) -> int:
         logger.error("%s < [go line] KEY", _USAGE)
         return 2
     device, paths = parsed
+    problems = setup_problems()  # before any candidate code exists: the judge's own set-up
+    for problem in problems:
+        logger.error("sandbox set-up: %s", problem)
     if device is not None:
         if device == "cpu":
             os.environ["TRITON_INTERPRET"] = "1"
@@ -147,10 +163,10 @@ def main(argv: list[str]) -> int:
     except Exception:
         logger.error("cannot read the request:\n%s", traceback.format_exc())
         return 2
-    refused = None
+    refused = "; ".join(problems) or None
     if device is None and request.device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
-    elif device is not None and request.device != device:
+    if device is not None and request.device != device:
         refused = (
             f"runner started for device {device!r} got a request for {request.device!r}; "
             "nothing was evaluated (a sandbox bug)"

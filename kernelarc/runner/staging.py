@@ -159,11 +159,40 @@ def _import_python_entry(solution: Solution, src: Path) -> ModuleType:
     importlib.invalidate_caches()
     try:
         return importlib.import_module(name)
+    except SyntaxError as exc:
+        # The solution's own file does not parse: a compile error, named by the solution's
+        # path and line (not the staging dir's, and without importlib's frames).
+        reason = syntax_error_reason(exc, src)
+        if reason is None:
+            raise
+        raise BuildError(reason) from None
     except ModuleNotFoundError as exc:
         if exc.name is not None and exc.name.split(".")[0] == "cutlass":
             msg = f"{CUTE_DSL_MISSING}: {exc}"
             raise StagingError(msg) from exc
         raise
+
+
+def syntax_error_reason(exc: SyntaxError, src: Path) -> str | None:
+    """`kernel.py line 4: invalid syntax` plus the offending line, for a file of the solution
+    staged under `src`; None for a file outside it (a library's own error)."""
+    if not exc.filename:
+        return None
+    try:
+        path = Path(exc.filename).resolve().relative_to(src.resolve()).as_posix()
+    except ValueError:
+        return None
+    kind = type(exc).__name__
+    where = f"{path} line {exc.lineno}" if exc.lineno else path
+    text = f"{where}: {kind}: {exc.msg}"
+    if exc.text:
+        line = exc.text.rstrip("\n")
+        stripped = line.lstrip()
+        caret = ""
+        if exc.offset:
+            caret = "\n    " + " " * max(0, exc.offset - 1 - (len(line) - len(stripped))) + "^"
+        text += f"\n    {stripped}{caret}"
+    return text
 
 
 def _is_under(module: ModuleType, src: Path) -> bool:

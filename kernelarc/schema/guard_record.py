@@ -44,6 +44,10 @@ class RetimingSample(RecordModel):
     """Median latency per workload, in workload order (empty unless PASSED)."""
     wall_s: float = 0.0
     """Sandbox wall time."""
+    retries: int = Field(default=0, ge=0)
+    """Infrastructure failures retried before this result (docs/guard.md)."""
+    log: str = ""
+    """The last infrastructure failure ('' when none)."""
 
 
 class BootstrapDecision(RecordModel):
@@ -86,6 +90,10 @@ class GuardSettings(RecordModel):
     """A new best is re-evaluated on fresh inputs before it is accepted."""
     roofline_slack: float | None = 0.2
     """A latency below bound * (1 - slack) is rejected; None: roofline check off."""
+    infra_retries: int | None = None
+    """Retries of a guard evaluation that failed for an infrastructure reason; one that still
+    fails makes the attempt INFRA_ERROR, not the candidate's defeat. None: a record from before
+    this rule, when a failed confirmation counted against the candidate whatever the cause."""
 
 
 class RooflineBound(RecordModel):
@@ -116,6 +124,8 @@ class Confirmation(RecordModel):
     """Sandbox wall time."""
     log: str = ""
     """First failing workload's log, or the infrastructure error."""
+    retries: int = Field(default=0, ge=0)
+    """Infrastructure failures retried before this result."""
 
 
 class GuardRecord(RecordModel):

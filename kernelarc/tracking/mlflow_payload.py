@@ -6,6 +6,7 @@ uploads the parts the store lacks. Both therefore log the same values for the sa
 The attempts and conclusions tables are in `mlflow_tables`.
 """
 
+import contextlib
 import fcntl
 import hashlib
 import os
@@ -305,8 +306,11 @@ def sqlite_store_lock(tracking_uri: str) -> Iterator[None]:
     """Hold an inter-process lock on a local SQLite store (a no-op for other stores).
 
     MLflow creates and migrates a SQLite store on first use; two processes doing so at once
-    (the jobs of a `hydra/launcher=joblib` sweep) break the migration and can leave the store
-    half-migrated. Whoever opens a store first holds this lock meanwhile.
+    (the jobs of a `hydra/launcher=local_joblib` sweep) break the migration and can leave the
+    store half-migrated. Whoever opens a store first holds this lock meanwhile. The lock file
+    (`kernelarc-sqlite-<hash>.lock` in the temp dir) is removed by whoever releases it, while
+    still holding it; a process that locked the file just before it was unlinked sees that its
+    name now points elsewhere (or nowhere) and locks afresh, so no two hold the lock at once.
     """
     db = _sqlite_path(tracking_uri)
     if db is None:
@@ -314,12 +318,22 @@ def sqlite_store_lock(tracking_uri: str) -> Iterator[None]:
         return
     digest = hashlib.sha256(str(db).encode()).hexdigest()[:16]
     lock = Path(tempfile.gettempdir()) / f"kernelarc-sqlite-{digest}.lock"
-    with lock.open("a") as handle:
+    while True:
+        handle = lock.open("a")
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            same = lock.stat().st_ino == os.fstat(handle.fileno()).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        handle.close()  # unlinked by the previous holder: lock the new file
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            lock.unlink()
+        handle.close()
 
 
 def _sqlite_path(tracking_uri: str) -> Path | None:

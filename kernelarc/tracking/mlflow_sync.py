@@ -71,6 +71,8 @@ class SyncReport:
     """Parts uploaded, by part."""
     found: int = 0
     """Parts the ledger lacked but the server had (not uploaded again)."""
+    up_to_date: bool = False
+    """The ledger showed everything arrived already: nothing was asked of the server."""
     tables: bool = False
     """The attempts (and conclusions) tables were written."""
     closed: str | None = None
@@ -85,12 +87,22 @@ class SyncReport:
 
     def describe(self) -> str:
         """A few lines for a person."""
+        head = (
+            f"{self.run_dir} -> {self.tracking_uri} (experiment {self.experiment!r}, "
+            f"run {self.parent_run_id}): {self.attempts} attempts"
+        )
+        if self.up_to_date:
+            done = (
+                f"  nothing to upload: all {self.attempts} attempts are already there (per the "
+                "run dir's mlflow_ledger.jsonl; --verify checks the server itself)"
+            )
+            return "\n".join([head, done, *(f"  note: {note}" for note in self.notes)])
         up = ", ".join(f"{n} {part}" for part, n in self.uploaded.items() if n) or "nothing"
         lines = [
-            f"{self.run_dir} -> {self.tracking_uri} (experiment {self.experiment!r}, "
-            f"run {self.parent_run_id}): {self.attempts} attempts",
+            head,
             f"  created: {', '.join(self.created) or 'nothing'}; uploaded: {up}; "
-            f"already there: {self.found}; tables {'written' if self.tables else 'unchanged'}; "
+            f"already on the server though the ledger lacked them: {self.found} attempt parts; "
+            f"tables {'written' if self.tables else 'unchanged'}; "
             f"runs {'ended as ' + self.closed if self.closed else 'unchanged'}",
         ]
         lines += [f"  note: {note}" for note in self.notes]
@@ -125,10 +137,11 @@ def sync_run_dir(
         TrackingError: the store failed; what was uploaded so far stays (re-run to continue).
     """
     log = run_dir / ATTEMPTS_FILE
-    if not log.is_file():
+    if not log.is_file() and not (run_dir / "campaign.json").is_file():
         msg = f"{run_dir}: not a KernelArc run dir (no {ATTEMPTS_FILE}); pass a campaign run dir"
         raise ConfigError(msg)
-    attempts = sorted(read_attempts(log), key=lambda a: a.index)
+    # A campaign whose agents had nothing to propose has campaign.json and no attempt.
+    attempts = sorted(read_attempts(log), key=lambda a: a.index) if log.is_file() else []
     ledger = SyncLedger(run_dir / LEDGER_FILE)
     campaign = ledger.campaign() or _campaign_from_run_dir(run_dir)
     name = experiment or campaign.experiment
@@ -197,6 +210,7 @@ class _Sync:
     def run(self) -> SyncReport:
         if self._up_to_date():
             self.report.parent_run_id = self.view.parent_run_id or ""
+            self.report.up_to_date = True
             return self.report
         with (
             _backend(self.uri, "get or create the experiment"),

@@ -29,6 +29,7 @@ from mlflow.entities import Metric, Param
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
+from kernelarc.command_paths import command
 from kernelarc.schema import Attempt
 from kernelarc.tracking import keys, mlflow_tables
 from kernelarc.tracking import mlflow_payload as payload
@@ -171,7 +172,8 @@ class MlflowTracker:
             )
         return (
             f"MLflow experiment {self._experiment_name!r} (id {self._experiment_id}), campaign run "
-            f"{self._parent_run_id}; view with: mlflow ui --backend-store-uri {self._uri}"
+            f"{self._parent_run_id}; view with: {command('mlflow')} ui --backend-store-uri "
+            f"{self._uri} --port 5000, then open http://127.0.0.1:5000"
         )
 
     # --- Tracker --------------------------------------------------------------------------------
@@ -272,11 +274,10 @@ class MlflowTracker:
             return True
 
     def start_agent(self, agent: str, strategy: str) -> None:
-        """Create the agent's child run under the campaign run (once per agent name)."""
+        """Note the agent's strategy; its child run is created with its first attempt, so an
+        agent that never proposes (one that does not apply to the problem) leaves no empty run."""
         with self._lock:
             self._strategies.setdefault(agent, strategy)
-            if self._parent_run_id is not None:
-                self._agent_run(agent, strategy)
 
     def log_attempt(self, attempt: Attempt) -> None:
         """Log metrics and artifacts on the agent's run, best-so-far on the campaign run."""
@@ -411,8 +412,6 @@ class MlflowTracker:
         config = partial(payload.log_text, client, parent, keys.CONFIG_YAML, start.config_yaml)
         if not self._ok("log config.yaml", config):
             self._incomplete = True
-        for agent, strategy in self._strategies.items():
-            self._agent_run(agent, strategy)
         return True
 
     def _ensure_experiment(self) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from kernelarc import __version__
+from kernelarc.timing_labels import CPU_TIMING_NOTE, TIMING_TAG_VALUE
 from kernelarc.tracking import keys
 
 logger = logging.getLogger(__name__)
@@ -72,6 +73,8 @@ def campaign_tags(
     choices: Mapping[str, str] | None = None,
     overrides: Sequence[str] = (),
     provenance: bool = True,
+    problem_name: str | None = None,
+    problem_source: str | None = None,
 ) -> dict[str, str]:
     """The parent run's tags of a campaign.
 
@@ -83,19 +86,25 @@ def campaign_tags(
         overrides: the job's command-line overrides.
         provenance: add this process's git sha, version and image id (False when the tags
             describe a campaign that ran earlier).
+        problem_name: the definition's name, the problem tag (campaigns of one problem group
+            together however it was given); None: the config's `problem`.
+        problem_source: where the problem came from (a built-in name or the problem dir's
+            absolute path); None: the config's `problem`.
     """
+    source = problem_source or str(config.get("problem", ""))
     tags = {
-        keys.PROBLEM: str(config.get("problem", "")),
+        keys.PROBLEM: problem_name or source,
+        keys.PROBLEM_SOURCE: source,
         keys.SEED: str(config.get("seed", "")),
         keys.DEVICE: device or str(config.get("device", "")),
         keys.RUN_DIR: str(run_dir.resolve()),
     }
-    sandbox = config.get("sandbox") or {}
-    if isinstance(sandbox, dict):
-        tags[keys.SANDBOX] = str(sandbox.get("kind", ""))
-        docker = sandbox.get("docker") or {}
-        if sandbox.get("kind") == "docker" and isinstance(docker, dict):
-            tags[keys.SANDBOX_IMAGE] = str(docker.get("image", ""))
+    if tags[keys.DEVICE] == "cpu":
+        # Every number of a CPU campaign is a pipeline check: say so on the run (the UI shows
+        # the note as the run's description).
+        tags[keys.TIMING] = TIMING_TAG_VALUE
+        tags[keys.MLFLOW_NOTE] = CPU_TIMING_NOTE
+    tags.update(_sandbox_tags(config.get("sandbox") or {}))
     coordination = config.get("coordination") or {}
     if isinstance(coordination, dict):
         for switch, value in coordination.items():
@@ -114,6 +123,17 @@ def campaign_tags(
         image = os.environ.get(IMAGE_ID_ENV)
         if image:
             tags[keys.IMAGE_ID] = image
+    return tags
+
+
+def _sandbox_tags(sandbox: object) -> dict[str, str]:
+    """The sandbox kind (and Docker image) tags of a config's `sandbox` section."""
+    if not isinstance(sandbox, dict):
+        return {}
+    tags = {keys.SANDBOX: str(sandbox.get("kind", ""))}
+    docker = sandbox.get("docker") or {}
+    if sandbox.get("kind") == "docker" and isinstance(docker, dict):
+        tags[keys.SANDBOX_IMAGE] = str(docker.get("image", ""))
     return tags
 
 
@@ -204,6 +224,7 @@ def identity_from_run_dir(run_dir: Path) -> CampaignIdentity:
         choices=read_choices(run_dir),
         overrides=read_overrides(run_dir),
         provenance=False,
+        problem_name=str(record["problem"]) if record.get("problem") else None,
     )
     return CampaignIdentity(
         name=name,

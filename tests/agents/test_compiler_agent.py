@@ -1,15 +1,30 @@
 """The compiler agent: variant order, records, dedupe, and that its candidates are correct."""
 
 import ast
+import json
+import os
+import pwd
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from agent_checks import case_for, check_entry, run_checker, smallest_workload
 
 from kernelarc.agents import AgentContext, CompilerAgent
-from kernelarc.agents.compiler_agent import VARIANTS
+from kernelarc.agents.compiler_agent import PINNED_OPTIONS, VARIANTS
+from kernelarc.execution import LocalSandbox
+from kernelarc.guard import blocking, scan_solution
 from kernelarc.problems.builtin_set import builtin_names, resolve_problem
-from kernelarc.schema import Attempt, Language, Proposal, Verdict
+from kernelarc.schema import (
+    Attempt,
+    EvalRequest,
+    EvalStatus,
+    Language,
+    Proposal,
+    TimingConfig,
+    Verdict,
+)
 from kernelarc.schema.coordination import Conclusion, ConclusionScope, Evidence
 
 NAMES = builtin_names()
@@ -119,3 +134,105 @@ def test_conclusions_move_failing_variants_last_and_compiled_runs_conclude() -> 
         "(attempts 1 vs 0)"
     )
     assert agent.conclude(eager, history) == [], "the eager baseline alone shows nothing"
+
+
+def test_compiled_variants_pin_inductor_options_and_scan_clean() -> None:
+    problem = resolve_problem("rmsnorm")
+    for proposal in _all(CompilerAgent(), AgentContext(problem=problem, device="cuda"))[1:]:
+        source = proposal.solution.sources[0].content
+        (call,) = [line for line in source.splitlines() if "_kernelarc_torch.compile(" in line]
+        assert call.endswith("options=_compile_options)") and "mode=" not in call
+        assert f"_compile_options.update({PINNED_OPTIONS!r})" in source
+        assert not blocking(scan_solution(proposal.solution)), proposal.knobs["variant"]
+
+
+#: Runs every CPU compiled variant of rmsnorm over its three workloads' shapes in one fresh
+#: process with an empty Inductor cache, recording every Python thread started (argv[1]: a JSON
+#: list of [tag, source]); prints a JSON map tag -> names of the threads started.
+_THREAD_PROBE = """
+import json, sys, threading, types
+import torch
+started = []
+original = threading.Thread.start
+def start(thread):
+    started.append(thread.name)
+    original(thread)
+threading.Thread.start = start
+found = {}
+for tag, source in json.loads(sys.argv[1]):
+    module = types.ModuleType(tag.replace("-", "_"))
+    exec(compile(source, tag, "exec"), module.__dict__)
+    before = len(started)
+    for tokens, hidden in ((16, 256), (64, 1024), (200, 768)):
+        x = torch.randn(tokens, hidden, dtype=torch.bfloat16)
+        weight = torch.randn(hidden, dtype=torch.bfloat16)
+        for _ in range(3):
+            module.run(x, weight)
+    found[tag] = started[before:]
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.slow
+def test_compiled_variants_compile_in_the_calling_thread(tmp_path: Path) -> None:
+    """No compile pool: a cold compile of every shape starts no Python thread at all, so none
+    can start after a first call either (with several compile threads Inductor starts a pool;
+    on CUDA its idle timer thread starts whenever a job's answer arrives)."""
+    problem = resolve_problem("rmsnorm")
+    proposals = _all(CompilerAgent(), AgentContext(problem=problem, device="cpu"))[1:]
+    variants = [[p.knobs["variant"], p.solution.sources[0].content] for p in proposals]
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "triton")
+    env.pop("TORCHINDUCTOR_COMPILE_THREADS", None)
+    done = subprocess.run(
+        [sys.executable, "-c", _THREAD_PROBE, json.dumps(variants)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    started = json.loads(done.stdout.strip().splitlines()[-1])
+    assert started == {tag: [] for tag, _ in variants}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["compile-max-autotune-no-cudagraphs", "compile-default"])
+def test_compiled_variants_pass_every_workload_in_the_sandbox_every_time(variant: str) -> None:
+    """A compiled variant (with a mode's options, and without) through LocalSandbox on every
+    workload, twice: cold (it compiles every shape), then warm (the identity's cache). The
+    runner's uid has no passwd entry here (as on the GPU host), and the thread checks see the
+    whole compile: PASSED both times, never REWARD_HACK or a crash in getpass."""
+    problem = resolve_problem("rmsnorm")
+    proposal = next(
+        p
+        for p in _all(CompilerAgent(), AgentContext(problem=problem, device="cpu"))
+        if p.knobs["variant"] == variant
+    )
+    request = EvalRequest(
+        definition=problem.definition,
+        workloads=list(problem.workloads),
+        solution=proposal.solution,
+        device="cpu",
+        seed=200,
+        correctness_rounds=2,
+        timing=TimingConfig(warmup=2, iterations=10),
+        problem_dir=str(problem.path),
+    )
+    nameless = next(n for n in range(65533, 1000, -1) if not _has_account(n))
+    identity = (nameless, nameless)
+    with LocalSandbox(user=identity, spare_user=identity) as sandbox:
+        results = [sandbox.evaluate(request, timeout_s=500) for _ in range(2)]
+    for result in results:
+        statuses = [t.evaluation.status for t in result.traces if t.evaluation is not None]
+        logs = [t.evaluation.log for t in result.traces if t.evaluation is not None]
+        assert statuses == [EvalStatus.PASSED] * len(problem.workloads), logs
+
+
+def _has_account(number: int) -> bool:
+    try:
+        pwd.getpwuid(number)
+    except KeyError:
+        return False
+    return True

@@ -501,6 +501,28 @@ def test_a_spare_beside_a_hostile_candidate_runs_as_the_other_user_and_survives(
     assert container == last_container  # the spare was no leftover: the container was kept
 
 
+@pytest.mark.docker
+@pytest.mark.skipif(os.geteuid() != 0, reason="runners alternate users only on a root host")
+def test_both_runner_users_are_accounts_though_the_image_lacks_one(
+    docker_engine: DockerEngine,
+) -> None:
+    """The stand-in image has a passwd entry for uid 1000 only; runners alternate between
+    1000:1000 and 1001:1001. A candidate that asks who it is (getpass, pwd, grp, HOME, the
+    compile cache dirs) passes under both, and each user's cache outlives its runner."""
+    who = SAMPLES / "kernels" / "add_asks_who_it_is.py"
+    with DockerSandbox(**_sandbox_options(docker_engine)) as sandbox:  # type: ignore[arg-type]
+        results = [sandbox.evaluate(_request(who), timeout_s=TIMEOUT_S) for _ in range(3)]
+        pool = sandbox._slots["cpu"].pool_dir
+        assert pool is not None
+        seen = {
+            user: (pool / "cache" / f"{user}-{user}" / "seen.txt").read_text().split()
+            for user in ("1000", "1001")
+        }
+    steps = [Step(r, None, None) for r in results]
+    assert [s.statuses for s in steps] == [{EvalStatus.PASSED}] * 3, [s.log for s in steps]
+    assert seen == {"1000": ["1000", "1000"], "1001": ["1001"]}
+
+
 def _sandbox_options(docker_engine: DockerEngine) -> dict[str, object]:
     return {
         "image": docker_engine.image_id,

@@ -6,7 +6,13 @@ from pathlib import Path
 import pytest
 
 from kernelarc.execution.process_limits import ResourceLimits, scrubbed_env
-from kernelarc.execution.result_file import assemble_traces, new_result_key, read_raw_traces
+from kernelarc.execution.result_file import (
+    assemble_traces,
+    new_result_key,
+    read_raw_traces,
+    read_signed_result,
+    setup_failure,
+)
 from kernelarc.problems.files import load_problem
 from kernelarc.runner.result_key import signed_result
 from kernelarc.schema import EvalRequest, EvalStatus, Solution
@@ -132,3 +138,40 @@ def test_limits_are_clamped_to_hard_limits() -> None:
     table = dict(ResourceLimits(address_space_bytes=None, cpu_seconds=10).table())
     assert len(table) == 5
     assert all(value >= 0 for value in table.values())
+
+
+@pytest.mark.parametrize(
+    ("setup_error", "signed", "exit_code", "jailed", "infra"),
+    [
+        pytest.param("uid has no name", True, 0, True, True, id="runner-reports-its-set-up"),
+        pytest.param(None, True, 0, True, False, id="a-result-is-the-candidates"),
+        pytest.param(None, True, 125, True, False, id="a-result-beats-the-exit-code"),
+        pytest.param(None, False, 125, True, True, id="jail-set-up-failed"),
+        pytest.param(None, False, 125, False, False, id="125-unjailed-means-nothing"),
+        pytest.param(None, False, 2, False, True, id="bad-go-line-or-request"),
+        pytest.param(None, False, 127, False, True, id="command-missing"),
+        pytest.param(None, False, 1, True, False, id="judge-raised"),
+        pytest.param(None, False, 137, True, False, id="judge-killed"),
+        pytest.param(None, False, None, True, False, id="never-ended"),
+    ],
+)
+def test_setup_failure_is_only_what_candidate_code_cannot_cause(
+    tmp_path: Path,
+    setup_error: str | None,
+    signed: bool,
+    exit_code: int | None,
+    jailed: bool,
+    infra: bool,
+) -> None:
+    key = new_result_key()
+    path = tmp_path / "result.json"
+    if signed:
+        payload: dict[str, object] = {"traces": []}
+        if setup_error is not None:
+            payload["setup_error"] = setup_error
+        path.write_text(signed_result(payload, key))
+    result = read_signed_result(path, key)
+    why = setup_failure(result, exit_code, jailed=jailed)
+    assert (why is not None) is infra
+    if setup_error is not None:
+        assert why == setup_error

@@ -143,7 +143,7 @@ def test_sweep_removes_only_dead_owners_dirs(tmp_path: Path) -> None:
     entries stay."""
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     made: dict[str, Path] = {}
-    for kind in ("eval", "pool"):
+    for kind in ("eval", "cache", "pool"):
         out = subprocess.run(
             [sys.executable, "-c", _MAKE, str(tmp_path), kind],
             env={**os.environ, "PYTHONPATH": path},
@@ -168,7 +168,7 @@ def test_sweep_removes_only_dead_owners_dirs(tmp_path: Path) -> None:
 
     assert locks() == {f"kernelarc_host_{_owner(d)}.lock" for d in (*made.values(), ours)}
 
-    assert sweep_stale(tmp_path, ["eval"]) == [made["eval"]]
+    assert sorted(sweep_stale(tmp_path, ["eval", "cache"])) == sorted([made["eval"], made["cache"]])
     assert made["pool"].is_dir()  # not a kind a LocalSandbox sweeps
     assert locks() == {f"kernelarc_host_{_owner(d)}.lock" for d in (made["pool"], ours)}
 
@@ -187,3 +187,39 @@ def test_sweep_removes_only_dead_owners_dirs(tmp_path: Path) -> None:
     assert ours.is_dir() and unowned.is_dir() and other.is_dir()
     assert link.is_symlink() and (target / "keep").read_text() == "keep"
     assert sweep_stale(tmp_path, ["eval", "pool"]) == []  # ours is held
+
+
+_MAKE_AND_CLEAN = """
+import shutil, sys
+from pathlib import Path
+from kernelarc.execution.owned_dirs import make_owned_dir
+kept = make_owned_dir("eval", Path(sys.argv[1]))
+done = make_owned_dir("eval", Path(sys.argv[2]))
+shutil.rmtree(done)  # what a sandbox's close() does
+print(kept)
+"""
+
+
+def test_a_host_that_exits_removes_its_lock_unless_a_dir_of_it_is_left(tmp_path: Path) -> None:
+    """An ordinary exit leaves no `kernelarc_host_*.lock` where the host's dirs are all gone
+    (every `kernelarc eval` used to leave one in /tmp); where one of its dirs is left the lock
+    stays, so the next sweep can tell the host is dead and remove both."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    messy, clean = tmp_path / "messy", tmp_path / "clean"
+    messy.mkdir()
+    clean.mkdir()
+    out = subprocess.run(
+        [sys.executable, "-c", _MAKE_AND_CLEAN, str(messy), str(clean)],
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    kept = Path(out.stdout.strip())
+    assert list(clean.iterdir()) == []
+    assert {p.name for p in messy.iterdir()} == {
+        kept.name,
+        f"kernelarc_host_{_owner(kept)}.lock",
+    }
+    assert sweep_stale(messy, ["eval"]) == [kept]
+    assert list(messy.iterdir()) == []

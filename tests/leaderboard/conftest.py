@@ -68,6 +68,7 @@ def build_attempt(
     hardware: str = "NVIDIA H200",
     bounds_ms: Sequence[float] | None = None,
     finished_at: str = "2026-12-02T10:00:01+00:00",
+    timing_method: str | None = None,
 ) -> Attempt:
     """A valid Attempt with one trace per workload (two workloads, w0 and w1).
 
@@ -110,6 +111,7 @@ def build_attempt(
                         latency_ms=times[n],
                         reference_latency_ms=times[n] * speedup,
                         speedup_factor=speedup,
+                        timing_method=timing_method,
                     )
                     if passed
                     else None

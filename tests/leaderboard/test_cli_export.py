@@ -1,5 +1,7 @@
 """`kernelarc export`: several run dirs, --experiment, --dry-run, --timestamp, --verify, errors."""
 
+import csv
+import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -182,3 +184,47 @@ def test_experiment_with_an_empty_campaign(
     )
     assert code == 2
     assert "empty run: no attempt artifacts" in " ".join(err.split())
+
+
+def test_dirs_without_attempts_are_skipped_and_listed(
+    tmp_path: Path,
+    make_attempt: MakeAttempt,
+    write_run: WriteRun,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`kernelarc export outputs/kernelarc/*/` when some dirs are campaigns that failed before
+    their first attempt (or anything else a glob caught): those are listed, the rest exported."""
+    run = write_run([make_attempt(0)], name="a")
+    never_ran = tmp_path / "b"
+    never_ran.mkdir()
+    (never_ran / "kernelarc.log").write_text("")
+    empty = tmp_path / "c"
+    empty.mkdir()
+    (empty / "attempts.jsonl").write_text("")
+    out = tmp_path / "out"
+    code, _, stderr = _export([str(run), str(never_ran), str(empty), "--out", str(out)], capsys)
+    assert code == 0, stderr
+    assert f"skipped: {never_ran}: not a campaign run dir (no attempts.jsonl)" in stderr
+    assert f"skipped: {empty}: no attempts recorded" in stderr
+    assert json.loads((out / "manifest.json").read_text())["problems"]["rmsnorm"]["campaign"]
+
+
+def test_cpu_timed_numbers_are_labelled_in_the_export(
+    tmp_path: Path,
+    make_attempt: MakeAttempt,
+    write_run: WriteRun,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cpu = write_run([make_attempt(0, timing_method="cpu_monotonic")], name="cpu")
+    gpu = write_run([make_attempt(0, problem="softmax", timing_method="cupti")], name="gpu")
+    out = tmp_path / "out"
+    code, _, stderr = _export([str(cpu), str(gpu), "--out", str(out)], capsys)
+    assert code == 0, stderr
+    rows = {r["problem"]: r for r in csv.DictReader(io.StringIO((out / "scores.csv").read_text()))}
+    assert rows["rmsnorm"]["timing"] == "cpu: pipeline check, not performance"
+    assert rows["softmax"]["timing"] == ""
+    problems = json.loads((out / "manifest.json").read_text())["problems"]
+    assert problems["rmsnorm"]["timing"] == "cpu: pipeline check, not performance"
+    assert problems["softmax"]["timing"] == "gpu"
+    code, stdout, _ = _export([str(cpu), "--dry-run"], capsys)
+    assert "timing: CPU timings (cpu_monotonic): a pipeline check, not kernel performance" in stdout

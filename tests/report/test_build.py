@@ -1,6 +1,8 @@
 """build_report on run dirs laid out like a 2x2 Hydra sweep: files, numbers and the page."""
 
 import base64
+import csv
+import io
 import json
 import re
 import statistics
@@ -118,9 +120,17 @@ def test_report_page_is_self_contained(sweep: Path, tmp_path: Path) -> None:
     assert "guard=default" in page and "guard=off" in page
     # Default target: 0.9 x the best final speedup (2.75).
     assert "2.48x" in page
-    csv_rows = (out / "arms.csv").read_text().splitlines()
-    assert csv_rows[0].startswith("problem,arm,runs,final_best_speedup")
-    assert len(csv_rows) == 3
+    # arms.csv: numbers in numeric columns, not "mean [low, high]" strings.
+    rows = list(csv.DictReader(io.StringIO((out / "arms.csv").read_text())))
+    assert len(rows) == 2
+    for row, arm in zip(rows, report.arms, strict=True):
+        assert float(row["final_best_speedup_mean"]) == pytest.approx(arm.final_best.mean)
+        assert float(row["final_best_speedup_low"]) == pytest.approx(arm.final_best.low)
+        assert float(row["final_best_speedup_high"]) == pytest.approx(arm.final_best.high)
+        assert int(row["final_best_speedup_n"]) == arm.final_best.n == 2
+        assert float(row["final_sol_score_mean"]) == pytest.approx(arm.final_sol.mean)
+    runs = list(csv.DictReader(io.StringIO((out / "runs.csv").read_text())))
+    assert len(runs) == 4 and {r["timing"] for r in runs} == {""}
 
 
 def test_explicit_budget_and_bootstrap(sweep: Path, tmp_path: Path) -> None:
@@ -140,3 +150,36 @@ def test_bad_inputs_are_named(tmp_path: Path) -> None:
         ReportOptions(budget=0)
     with pytest.raises(ConfigError, match="--ci"):
         ReportOptions(ci="jackknife")
+
+
+def _cpu_timed(attempt: Attempt) -> Attempt:
+    """The attempt as if its traces were timed on the CPU (cpu_monotonic)."""
+    traces = []
+    for trace in attempt.traces:
+        ev = trace.evaluation
+        if ev is not None and ev.performance is not None:
+            perf = ev.performance.model_copy(update={"timing_method": "cpu_monotonic"})
+            trace = trace.model_copy(
+                update={"evaluation": ev.model_copy(update={"performance": perf})}
+            )
+        traces.append(trace)
+    return attempt.model_copy(update={"traces": traces})
+
+
+def test_cpu_timed_campaigns_are_labelled_a_pipeline_check(tmp_path: Path) -> None:
+    root = tmp_path / "sweep"
+    for job, seed in enumerate((0, 1)):
+        attempts = [_cpu_timed(a) for a in _attempts(seed, "default")]
+        write_run_dir(root / str(job), attempts, overrides=[f"seed={seed}"])
+    out = tmp_path / "report"
+    report = build_report(load_campaigns([str(root)], "unused"), out, ReportOptions())
+    note = "CPU timings (cpu_monotonic): a pipeline check, not kernel performance"
+    assert any(n.startswith(note) for n in report.notes)
+    assert note in (out / "report.html").read_text()
+    label = "cpu: pipeline check, not performance"
+    assert {r["timing"] for r in csv.DictReader(io.StringIO((out / "runs.csv").read_text()))} == {
+        label
+    }
+    assert [r["timing"] for r in csv.DictReader(io.StringIO((out / "arms.csv").read_text()))] == [
+        label
+    ]

@@ -52,6 +52,7 @@ def _run_campaign(
     tracker.start_agent("tiler", "tiling")
     tracker.start_agent("fuser", "fusion")
     tracker.start_agent("tiler", "tiling")  # idempotent
+    tracker.start_agent("idler", "memory")  # never proposes: no (empty) child run
     attempts = [
         make_attempt(0, agent="tiler", strategy="tiling", speedup=1.2, verdict=Verdict.NEW_BEST),
         make_attempt(1, agent="fuser", strategy="fusion", status=EvalStatus.INCORRECT_NUMERICAL),
@@ -144,7 +145,7 @@ def _check_campaign(
         [experiment.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent_id}'"
     )
     by_name = {run.info.run_name: run for run in children}
-    assert set(by_name) == {"tiler", "fuser", "ghost"}
+    assert set(by_name) == {"tiler", "fuser", "ghost"}, "an agent with no attempt has no run"
     assert tracker.agent_run_ids == {name: run.info.run_id for name, run in by_name.items()}
     for run in children:
         assert run.info.status == "FINISHED"

@@ -53,6 +53,23 @@ def test_tags_name_the_arm_the_provenance_and_the_run_dir(
     assert len(tags[keys.GIT_SHA].removesuffix("-dirty")) == 40
 
 
+def test_the_problem_tag_is_the_definition_name_and_cpu_numbers_are_labelled(
+    tmp_path: Path,
+) -> None:
+    config = {**CONFIG, "problem": "path/to/my_rmsnorm_dir"}
+    source = str(tmp_path / "my_rmsnorm_dir")
+    tags = campaign_tags(
+        config, tmp_path, device="cpu", problem_name="rmsnorm_h4096", problem_source=source
+    )
+    assert tags[keys.PROBLEM] == "rmsnorm_h4096", "campaigns of one definition group together"
+    assert tags[keys.PROBLEM_SOURCE] == source
+    assert tags[keys.TIMING] == "cpu: pipeline check, not performance"
+    assert "not kernel performance" in tags[keys.MLFLOW_NOTE]
+    cuda = campaign_tags(config, tmp_path, device="cuda", problem_name="rmsnorm_h4096")
+    assert keys.TIMING not in cuda and keys.MLFLOW_NOTE not in cuda
+    assert cuda[keys.PROBLEM_SOURCE] == "path/to/my_rmsnorm_dir"
+
+
 def test_tags_of_an_earlier_campaign_carry_no_provenance_of_today(tmp_path: Path) -> None:
     tags = campaign_tags(CONFIG, tmp_path, provenance=False)
     assert keys.GIT_SHA not in tags and keys.VERSION not in tags

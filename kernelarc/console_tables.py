@@ -1,0 +1,58 @@
+"""Tables for the `kernelarc` commands: Rich on a terminal, plain complete lines elsewhere.
+
+Place in the flow: `cli.py` (eval, report, export --verify) and the campaign's console view print
+their tables here. On a terminal a Rich table fits the window; piped into a file or a CI log,
+Rich would cut every cell to 80 columns (`draf…`, two arms both reading `coordination=…`), so
+there each row is one plain line, columns aligned with spaces, nothing cut.
+"""
+
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A console for the commands' output; off a terminal it never wraps or cuts a line."""
+    console = Console(stderr=stderr)
+    if not console.is_terminal:
+        # No width limit: a line is as long as its content (Rich's default is 80 columns).
+        console = Console(stderr=stderr, width=100_000, soft_wrap=True, no_color=True)
+    return console
+
+
+def print_table(
+    console: Console,
+    title: str,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    caption: str = "",
+) -> None:
+    """A Rich table on a terminal; elsewhere the title, an aligned header and one line per row."""
+    if console.is_terminal:
+        table = Table(title=title, caption=caption or None)
+        for column in columns:
+            table.add_column(column)
+        for row in rows:
+            table.add_row(*(escape(cell) for cell in row))
+        console.print(table)
+        return
+    for line in plain_table(title, columns, rows, caption):
+        console.print(line, markup=False, highlight=False)
+
+
+def plain_table(
+    title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], caption: str = ""
+) -> list[str]:
+    """The table as plain lines: title, header, rows (columns padded to their widest cell)."""
+    widths = [len(c) for c in columns]
+    for row in rows:
+        widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
+    lines = [title] if title else []
+    for cells in [list(columns), *[list(r) for r in rows]]:
+        padded = [cell.ljust(w) for cell, w in zip(cells, widths, strict=True)]
+        lines.append("  ".join(padded).rstrip())
+    if caption:
+        lines.append(caption)
+    return lines

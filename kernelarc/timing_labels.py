@@ -1,0 +1,41 @@
+"""The label every CPU-timed number carries: a pipeline check, not kernel performance.
+
+Place in the flow: on a machine without a GPU the runner times with a monotonic clock
+(`timing_method: cpu_monotonic` in each trace); those latencies, speedups and SOL scores show the
+pipeline works, nothing about a kernel's speed (Triton runs in its interpreter there, so no
+generated kernel can win). The campaign console, `kernelarc eval`, the MLflow runs, `kernelarc
+report` and `kernelarc export` all say so with the words defined here.
+"""
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the CLI imports this module at start; pydantic models load lazily
+    from kernelarc.schema import Attempt, Trace
+
+CPU_TIMING_METHOD = "cpu_monotonic"
+"""The trace's `timing_method` of a CPU timing."""
+
+CPU_TIMING_NOTE = (
+    "CPU timings (cpu_monotonic): a pipeline check, not kernel performance "
+    "(Triton runs in its interpreter on the CPU, so no generated kernel can win there)"
+)
+"""One line where CPU-timed numbers are printed."""
+
+TIMING_TAG_VALUE = "cpu: pipeline check, not performance"
+"""Value of the `kernelarc.timing` MLflow tag and of the export's `timing` column on the CPU."""
+
+
+def cpu_timed_traces(traces: Iterable["Trace"]) -> bool:
+    """True when any of the traces was timed on the CPU."""
+    return any(
+        t.evaluation is not None
+        and t.evaluation.performance is not None
+        and t.evaluation.performance.timing_method == CPU_TIMING_METHOD
+        for t in traces
+    )
+
+
+def cpu_timed(attempts: Iterable["Attempt"]) -> bool:
+    """True when any attempt's numbers come from CPU timing."""
+    return any(cpu_timed_traces(a.traces) for a in attempts)
