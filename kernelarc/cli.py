@@ -120,9 +120,11 @@ _EPILOG_EXPORT = """\
 Writes, per problem, the best accepted attempt (PASSED, NEW_BEST, confirmed by the guard) of the
 given campaigns as a SOL-ExecBench submission: OUT/<problem>/solution.json, traces.jsonl,
 problem/ (definition.json + workload.jsonl, an official PROBLEM_DIR) and, with --sources,
-sources/; then OUT/scores.csv and OUT/manifest.json. The best is the highest SOL score, ties by
-latency then age. Same inputs, same bytes: the manifest's export time is the latest attempt's
-finished_at unless --timestamp is given. Format and submission steps: leaderboard/README.md.
+sources/; then OUT/scores.csv and OUT/manifest.json. The best is the lowest latency (GPU-timed
+before CPU-timed, ties by age), never one slower than its campaign's reference: then the next,
+else the reference's own PASSED attempt, else none (listed with why). Same inputs, same bytes:
+the manifest's export time is the latest attempt's finished_at unless --timestamp is given.
+Format and submission steps: leaderboard/README.md.
 
 examples:
   kernelarc export outputs/kernelarc/2026-12-02_10-00-00 --out exports/
