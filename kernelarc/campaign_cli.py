@@ -19,6 +19,7 @@ from rich.table import Table
 
 from kernelarc.campaign import CampaignState, CampaignSummary, run_campaign
 from kernelarc.campaign.device import resolve_device
+from kernelarc.campaign.progress_line import stop_line, throughput_line
 from kernelarc.campaign.restore import CONFIG_FILE, recorded_attempts
 from kernelarc.campaign.team_stats import team_stats
 from kernelarc.campaign_resume import resume_args, resumed_config
@@ -151,6 +152,7 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
         summary_metrics = {
             "campaign/wall_s": round(time.monotonic() - started, 3),
             "campaign/guard_evaluations": float(summary.guard_evaluations),
+            "campaign/time_used_s": summary.time_used_s,
         }
         if summary.throughput is not None:
             numbers = summary.throughput.numbers().items()
@@ -233,6 +235,7 @@ def _view(cfg: CampaignConfig, state: CampaignState | None) -> Table:
         f"budget {len(state.attempts)}/{state.budget}  best {best}  failures {state.failures}  "
         f"conclusions {state.conclusions} ({state.retracted} retracted)  drafts {state.drafts}  "
         f"guard runs {state.guard_evaluations}  tokens {tokens}  cost ${cost:.4f}"
+        + throughput_line(state)
     )
     return table
 
@@ -254,6 +257,7 @@ def _print_summary(
         )
     else:
         console.print("No correct candidate was found.")
+    console.print(stop_line(summary, cfg.budget.time_s))
     rate = summary.throughput
     if rate is not None:
         console.print(

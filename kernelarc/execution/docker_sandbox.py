@@ -53,7 +53,7 @@ from docker.types import DeviceRequest, Ulimit
 from kernelarc.errors import SandboxError
 from kernelarc.execution.attach_stream import AttachStream, pump_until
 from kernelarc.execution.owned_dirs import host_owner, make_owned_dir, sweep_stale
-from kernelarc.execution.result_file import new_result_key, read_raw_traces, traces_after_run
+from kernelarc.execution.result_file import new_result_key, read_signed_result, traces_after_run
 from kernelarc.runner.go_line import go_line
 from kernelarc.schema import EvalRequest, EvalResult, Trace
 
@@ -412,7 +412,7 @@ class DockerSandbox:
                 self._write_request(workdir, request)
                 key = new_result_key()
                 run = self._run(slot, runner, timeout_s, key)
-                raw, problem = read_raw_traces(workdir / "result.json", key)
+                raw, report, problem = read_signed_result(workdir / "result.json", key)
             finally:
                 runner.close()
                 shutil.rmtree(workdir, ignore_errors=True)
@@ -426,6 +426,7 @@ class DockerSandbox:
                 kill_note="the container was replaced",
                 log_tail=run.log_tail,
                 notes=[],
+                skipped=report.skipped,
             )
             image_id = slot.image_id
             reason = self._replace_reason(slot, run, problem, traces)
@@ -443,6 +444,8 @@ class DockerSandbox:
             sandbox="docker",
             sandbox_notes=notes,
             sandbox_image=image_id,
+            build=report.build,
+            stage_s=report.stage_s,
         )
 
     def _take_spare(self, slot: _Slot, device: str) -> _Runner | None:

@@ -33,6 +33,10 @@ evaluation (on cpu too: nothing of this sandbox is being timed yet).
 
 Temp dirs are named for the host process (`owned_dirs.py`); creating a sandbox removes those
 a host killed with SIGKILL left in the temp root (never a live host's).
+
+With `build_cache` (a directory; campaigns use `~/.cache/kernelarc/builds`) C++ solutions
+already built on this host are not compiled again: `build_cache.py` has the checks and the
+threat model.
 """
 
 import functools
@@ -51,6 +55,7 @@ from typing import Literal
 
 from kernelarc.errors import SandboxError
 from kernelarc.execution import jail
+from kernelarc.execution.build_cache import BuildCache
 from kernelarc.execution.network import probe_isolation
 from kernelarc.execution.owned_dirs import make_owned_dir, sweep_stale
 from kernelarc.execution.process_limits import (
@@ -60,7 +65,7 @@ from kernelarc.execution.process_limits import (
     package_root,
     scrubbed_env,
 )
-from kernelarc.execution.result_file import new_result_key, read_raw_traces, traces_after_run
+from kernelarc.execution.result_file import new_result_key, read_signed_result, traces_after_run
 from kernelarc.execution.runner_identities import Identity, IdentityPool, Lease
 from kernelarc.execution.runner_process import RunnerProcess, start
 from kernelarc.execution.spare_slot import SpareSlot
@@ -133,6 +138,7 @@ class LocalSandbox:
         pid_namespace: bool = True,
         warm_spare: bool = True,
         spare_start: SpareStart = "auto",
+        build_cache: str | Path | None = None,
     ) -> None:
         """Options; `memory_limit_gb` applies on CPU only (CUDA maps huge virtual ranges).
 
@@ -142,7 +148,8 @@ class LocalSandbox:
         gid), alternating per runner. `pid_namespace` False skips the PID namespace on CPU too
         (CUDA never gets one): the set-up GPU hosts use, on any host.
         `warm_spare` keeps one pre-started runner for the next evaluation, started as
-        `spare_start` says (module docstring).
+        `spare_start` says (module docstring). `build_cache` is the directory of the host's
+        C++ build cache (None: every C++ solution is built in its runner).
         """
         if spare_start not in ("auto", "after", "concurrent"):
             msg = f"spare_start must be auto, after or concurrent (got {spare_start!r})"
@@ -163,6 +170,7 @@ class LocalSandbox:
         self.pid_namespace = pid_namespace
         self.warm_spare = warm_spare
         self.spare_start = spare_start
+        self.build_cache = BuildCache(build_cache) if build_cache is not None else None
         self._identities = IdentityPool(user, spare_user)
         self._spares: SpareSlot[RunnerProcess] = SpareSlot()
         self._preparing: Future[None] | None = None
@@ -231,6 +239,10 @@ class LocalSandbox:
         if warm:
             ahead = max(0.0, started - runner.started)  # < 0: a prepare still forking
             notes.append(f"{WARM_SPARE_NOTE} (started {ahead:.1f} s before the request)")
+        staged = self.build_cache.stage(request, self.python) if self.build_cache else None
+        if staged is not None:
+            request = staged.request
+            notes += staged.notes
         next_spare: Future[None] | None = None
         try:
             self._hand_over_shared(runner)
@@ -240,9 +252,11 @@ class LocalSandbox:
                     functools.partial(self._start_spare, request.device, timeout_s)
                 )
             key = new_result_key()
-            runner.go(request.model_dump_json(), key)
+            runner.go(request.model_dump_json(), key, staged.files if staged else None)
             run = runner.finish(timeout_s)
-            raw, problem = read_raw_traces(runner.workdir / "result.json", key)
+            raw, report, problem = read_signed_result(runner.workdir / "result.json", key)
+            if staged is not None and self.build_cache is not None:  # the runner is dead
+                notes += self.build_cache.collect(staged, runner.workdir, report.build)
         finally:
             runner.discard()
             if next_spare is not None:
@@ -257,6 +271,7 @@ class LocalSandbox:
             kill_note="the process group was killed",
             log_tail=run.log_tail,
             notes=runner.trace_notes,
+            skipped=report.skipped,
         )
         wall_s = time.monotonic() - started
         if self.warm_spare:
@@ -267,6 +282,8 @@ class LocalSandbox:
             wall_s=wall_s,
             sandbox="local",
             sandbox_notes=notes,
+            build=report.build,
+            stage_s=report.stage_s,
         )
 
     def _spare_at_once(self, device: str, runner: RunnerProcess) -> bool:

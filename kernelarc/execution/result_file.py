@@ -6,7 +6,9 @@ stdin (see `kernelarc.runner.result_key`); a file written by candidate code does
 counts as no result. The runner's traces are trusted only for their evaluation: definition,
 workload and solution are re-taken from the request (so a trace cannot claim a looser
 tolerance). Workloads without a usable trace get a synthesized TIMEOUT or RUNTIME_ERROR trace
-carrying the reason.
+carrying the reason, except those the judge lists as `skipped` (a correctness screen stopped at
+an earlier failure): they get a trace without evaluation, the format's "not evaluated". The
+payload's other keys (`stage_s`, `build`) become `RunReport` (`read_run_report`).
 """
 
 import hashlib
@@ -17,7 +19,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from kernelarc.schema import (
     Environment,
@@ -27,6 +29,7 @@ from kernelarc.schema import (
     Trace,
     utc_now,
 )
+from kernelarc.schema.build import BuildInfo
 
 logger = logging.getLogger(__name__)
 
@@ -51,31 +54,60 @@ def sign_payload(text: str, key: bytes) -> str:
     return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
+class RunReport(BaseModel):
+    """What a signed result says besides the traces (`kernelarc.runner.run_facts`)."""
+
+    stage_s: dict[str, float] = Field(default_factory=dict)
+    build: BuildInfo | None = None
+    skipped: list[int] = Field(default_factory=list)
+
+
 def read_raw_traces(path: Path, key: bytes) -> tuple[list[Any], str | None]:
     """The `traces` list of a signed result file, or ([], why) when missing, forged or bad."""
+    raw, _, why = read_signed_result(path, key)
+    return raw, why
+
+
+def read_signed_result(path: Path, key: bytes) -> tuple[list[Any], RunReport, str | None]:
+    """Traces, run report and why there are none, of a signed result file; an unsigned or bad
+    file gives ([], an empty report, why)."""
+    data, why = _read_payload(path, key)
+    if data is None:
+        return [], RunReport(), why
+    try:
+        report = RunReport.model_validate({k: v for k, v in data.items() if k != "traces"})
+    except ValidationError as exc:  # signed by the judge: a bug, not an attack
+        logger.warning("the runner's report does not validate: %s", exc)
+        report = RunReport()
+    return data["traces"], report, None
+
+
+def _read_payload(path: Path, key: bytes) -> tuple[dict[str, Any] | None, str | None]:
     try:
         envelope = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return [], "the runner wrote no result file"
+        return None, "the runner wrote no result file"
     except (OSError, ValueError) as exc:
-        return [], f"the result file is unreadable: {exc}"
+        return None, f"the result file is unreadable: {exc}"
     if not isinstance(envelope, dict):
-        return [], "the result file is not a signed result"
+        return None, "the result file is not a signed result"
     text, digest = envelope.get("payload"), envelope.get("hmac")
     if not isinstance(text, str) or not isinstance(digest, str):
-        return [], "the result file is not a signed result"
+        return None, "the result file is not a signed result"
     if not hmac.compare_digest(sign_payload(text, key), digest):
-        return [], "the result file's signature does not verify (not written by the judge)"
+        return None, "the result file's signature does not verify (not written by the judge)"
     try:
         data = json.loads(text)
     except ValueError as exc:
-        return [], f"the result file is unreadable: {exc}"
+        return None, f"the result file is unreadable: {exc}"
     if not isinstance(data, dict) or not isinstance(data.get("traces"), list):
-        return [], "the result file has no `traces` list"
-    return data["traces"], None
+        return None, "the result file has no `traces` list"
+    return data, None
 
 
 def _evaluation_of(raw: Any, uuid: str) -> Evaluation | None:
+    if raw is None:  # not done (yet): the runner lists every workload in request order
+        return None
     try:
         trace = Trace.model_validate(raw)
     except ValidationError as exc:
@@ -93,8 +125,10 @@ def assemble_traces(
     missing_status: EvalStatus,
     missing_log: str,
     notes: list[str],
+    skipped: list[int] | None = None,
 ) -> list[Trace]:
-    """One trace per requested workload, in order; notes are appended to every log."""
+    """One trace per requested workload, in order; notes are appended to every log. Workloads
+    in `skipped` (and without a trace) get a trace without evaluation."""
     evaluations = [
         _evaluation_of(raw_traces[i], w.uuid) if i < len(raw_traces) else None
         for i, w in enumerate(request.workloads)
@@ -103,8 +137,12 @@ def assemble_traces(
     environment = known or Environment(hardware="unknown")
     note_text = "".join(f"\n[sandbox] {n}" for n in notes)
     traces: list[Trace] = []
-    for workload, evaluation in zip(request.workloads, evaluations, strict=True):
-        if evaluation is None:
+    not_evaluated = set(skipped or ())
+    for index, workload in enumerate(request.workloads):
+        evaluation = evaluations[index]
+        if evaluation is None and index in not_evaluated:
+            pass  # left unevaluated on purpose: the format's trace without evaluation
+        elif evaluation is None:
             evaluation = Evaluation(
                 status=missing_status,
                 environment=environment,
@@ -137,6 +175,7 @@ def traces_after_run(
     kill_note: str,
     log_tail: str,
     notes: list[str],
+    skipped: list[int] | None = None,
 ) -> list[Trace]:
     """Traces for a finished runner: its signed results, and a TIMEOUT or RUNTIME_ERROR trace
     (saying why, with the runner's log tail) for every workload it did not finish.
@@ -157,4 +196,5 @@ def traces_after_run(
         missing_status=status,
         missing_log=f"{why}\n--- runner log tail ---\n{log_tail}",
         notes=notes,
+        skipped=skipped,
     )

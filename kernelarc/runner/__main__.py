@@ -18,7 +18,9 @@ This process is the judge; candidate code runs only in worker processes it forks
    key read from stdin, so no worker ever has it in memory (a spare reads its `go` line one byte
    at a time, so the key line behind it stays in the pipe until then).
 4. After each workload RESULT.json is rewritten atomically and signed with the key, so a crash or
-   a kill later still leaves the traces done so far, and a file a worker writes is rejected.
+   a kill later still leaves the traces done so far, and a file a worker writes is rejected. It
+   holds the traces in request order (null for a workload not done yet), the stage times, the
+   C++ build step and the workloads a screen left unevaluated (`run_facts.py`).
 Any exception escaping the evaluation becomes RUNTIME_ERROR traces for the unfinished workloads.
 """
 
@@ -35,6 +37,7 @@ os.dup2(2, 1)
 from kernelarc.runner.go_line import BadGoLine, lead_own_group, start_deadline, wait_for_go  # noqa: E402
 from kernelarc.runner.outcome import UNKNOWN_ENVIRONMENT, Outcome, make_trace  # noqa: E402
 from kernelarc.runner.result_key import read_result_key, set_dumpable, signed_result  # noqa: E402
+from kernelarc.runner.run_facts import RunFacts  # noqa: E402
 from kernelarc.schema import EvalRequest, EvalStatus, Trace  # noqa: E402
 
 set_dumpable(False)
@@ -42,23 +45,34 @@ set_dumpable(False)
 logger = logging.getLogger("kernelarc.runner")
 
 
-def _write_result(path: Path, traces: list[Trace], key: bytes) -> None:
-    payload = {"traces": [t.model_dump(mode="json") for t in traces]}
+def _write_result(
+    path: Path, request: EvalRequest, traces: dict[int, Trace], facts: RunFacts, key: bytes
+) -> None:
+    """The signed result: traces in request order (null where none yet) and the run's facts."""
+    listed = [traces.get(i) for i in range(len(request.workloads))]
+    payload = {
+        "traces": [t.model_dump(mode="json") if t is not None else None for t in listed],
+        **facts.payload(),
+    }
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(signed_result(payload, key), encoding="utf-8")
     tmp.replace(path)
 
 
-def _crash_traces(request: EvalRequest, traces: list[Trace], log: str) -> None:
+def _crash_traces(
+    request: EvalRequest, traces: dict[int, Trace], skipped: list[int], log: str
+) -> None:
     logger.error("%s", log)
     crash = Outcome(EvalStatus.RUNTIME_ERROR, log)
-    for workload in request.workloads[len(traces) :]:
-        traces.append(make_trace(request, workload, UNKNOWN_ENVIRONMENT, crash))
+    for index, workload in enumerate(request.workloads):
+        if index not in traces and index not in skipped:
+            traces[index] = make_trace(request, workload, UNKNOWN_ENVIRONMENT, crash)
 
 
 def _run(request: EvalRequest, root: Path, result_path: Path, refused: str | None) -> None:
     """Evaluate; `refused` (a reason) writes crash traces without evaluating anything."""
-    traces: list[Trace] = []
+    traces: dict[int, Trace] = {}
+    facts = RunFacts()
     zygote: Any = None
     crash_log = refused or "runner ended before every workload had a trace"
     try:
@@ -71,17 +85,17 @@ def _run(request: EvalRequest, root: Path, result_path: Path, refused: str | Non
     key = read_result_key()  # step 3: after the fork
     try:
         if zygote is not None:
-            for trace in evaluate_request(request, root, zygote):
-                traces.append(trace)
-                _write_result(result_path, traces, key)
+            for index, trace in evaluate_request(request, root, zygote, facts):
+                traces[index] = trace
+                _write_result(result_path, request, traces, facts, key)
     except Exception:
         crash_log = "runner crashed:\n" + traceback.format_exc()
     finally:
         if zygote is not None:
             zygote.close()
-    if len(traces) < len(request.workloads):
-        _crash_traces(request, traces, crash_log)
-    _write_result(result_path, traces, key)
+    if len(traces) + len(facts.skipped) < len(request.workloads):
+        _crash_traces(request, traces, facts.skipped, crash_log)
+    _write_result(result_path, request, traces, facts, key)
 
 
 _USAGE = "usage: python -P -m kernelarc.runner [--device cpu|cuda] REQUEST.json RESULT.json"

@@ -10,8 +10,10 @@ drawn from a forked RNG, so the request's stream stays the official one.
 
 A worker that dies or overruns `workload_timeout_s` fails that workload (RUNTIME_ERROR /
 TIMEOUT); the next workload gets a fresh worker, as it does after any workload that did not
-pass. `evaluate_request` yields one Trace per workload in request order so the entry point can
-sign and write partial results as it goes.
+pass. `evaluate_request` yields (request index, Trace) per workload as it finishes, so the entry
+point can sign and write partial results as it goes. C++ is built first (`build_step.py`); the
+order, early stop and stream positioning of a screen are `stream_order.py`'s; with
+`checked_rounds="last"` only the last round is compared (a screen compared them all).
 
 Statuses decided here beyond the official flow: an input the solution changed although the
 reference leaves it unchanged is INCORRECT_NUMERICAL (its observable result differs from the
@@ -31,6 +33,7 @@ from typing import Any
 
 import torch
 
+from kernelarc.runner.build_step import build_before_workloads
 from kernelarc.runner.channel import ChannelError, WorkerReply, unpack_values
 from kernelarc.runner.correctness import (
     WorstErrors,
@@ -42,10 +45,12 @@ from kernelarc.runner.correctness import (
 from kernelarc.runner.cuda_ipc import sharing_supported
 from kernelarc.runner.environment import describe_environment
 from kernelarc.runner.hack_checks import implausible_latency, same_bits, thread_injection
-from kernelarc.runner.inputs import CustomFn, Value, generate_inputs, seed_everything
+from kernelarc.runner.inputs import CustomFn, Value, generate_inputs
 from kernelarc.runner.memory_pool import ShiftingInputPool
 from kernelarc.runner.outcome import Outcome, exception_log, make_trace
+from kernelarc.runner.run_facts import RunFacts
 from kernelarc.runner.staging import load_reference
+from kernelarc.runner.stream_order import StreamCursor, evaluation_order
 from kernelarc.runner.timing import measure_latency, timing_method
 from kernelarc.runner.worker import worker_main
 from kernelarc.runner.worker_client import RunResult, WorkerClient, WorkerDied, WorkerTimedOut
@@ -85,6 +90,7 @@ class _Judge:
     reference: Fn
     custom: CustomFn | None
     zygote: Zygote
+    facts: RunFacts = field(default_factory=RunFacts)
     worker: WorkerClient | None = None
     fatal: Outcome | None = None
     """Set when every later workload must end the same way (import failed, patched at import)."""
@@ -113,8 +119,11 @@ class _Tally:
     """(observed s, judge transfer s) of verified calls after the first."""
 
 
-def evaluate_request(request: EvalRequest, root: Path, zygote: Zygote) -> Iterator[Trace]:
-    """Evaluate every workload of the request, one trace each, in order."""
+def evaluate_request(
+    request: EvalRequest, root: Path, zygote: Zygote, facts: RunFacts | None = None
+) -> Iterator[tuple[int, Trace]]:
+    """Evaluate the request's workloads in `workload_order`: (request index, trace) each."""
+    facts = facts if facts is not None else RunFacts()
     environment = describe_environment(request.device)
     try:
         module: ModuleType = load_reference(request.definition, root)
@@ -123,22 +132,44 @@ def evaluate_request(request: EvalRequest, root: Path, zygote: Zygote) -> Iterat
         custom: CustomFn | None = getattr(module, entry_name) if entry_name else None
     except Exception:
         failed = Outcome(EvalStatus.INVALID_REFERENCE, exception_log("reference failed to load"))
-        for workload in request.workloads:
-            yield make_trace(request, workload, environment, failed)
-        return
-    seed_everything(request.seed)
-    judge = _Judge(request=request, reference=reference, custom=custom, zygote=zygote)
-    try:
         for index, workload in enumerate(request.workloads):
+            yield index, make_trace(request, workload, environment, failed)
+        return
+    judge = _Judge(request=request, reference=reference, custom=custom, zygote=zygote, facts=facts)
+    with facts.stage("build"):
+        facts.build, judge.fatal = build_before_workloads(request, root)
+    cursor = StreamCursor(request, functools.partial(_generate, judge))
+    order = evaluation_order(request)
+    try:
+        for position, index in enumerate(order):
+            workload = request.workloads[index]
             logger.info("workload %s", workload.uuid)
-            outcome = judge.fatal or _evaluate_guarded(judge, index, workload)
-            if outcome.status != EvalStatus.PASSED:
+            outcome = judge.fatal or _evaluate_in_stream(judge, cursor, index, workload)
+            passed = outcome.status == EvalStatus.PASSED
+            cursor.finished(index, every_round_drawn=passed)
+            if not passed:
                 # A worker that failed is not reused: a poisoned CUDA context (illegal address),
                 # device memory it still holds, or state it broke must not decide the next one.
                 judge.discard_worker()
-            yield make_trace(request, workload, environment, outcome)
+            yield index, make_trace(request, workload, environment, outcome)
+            if not passed and request.stop_at_first_failure and judge.fatal is None:
+                facts.skipped = order[position + 1 :]
+                logger.info("stopping at the first failure: %d workloads left", len(facts.skipped))
+                return
     finally:
         judge.discard_worker()
+
+
+def _evaluate_in_stream(
+    judge: _Judge, cursor: StreamCursor, index: int, workload: Workload
+) -> Outcome:
+    """Position the RNG stream at the workload's start, then evaluate it."""
+    try:
+        cursor.move_to(index)
+    except _Stop as stop:
+        log = f"drawing the inputs of the workloads before this one: {stop.outcome.log}"
+        return Outcome(stop.outcome.status, log)
+    return _evaluate_guarded(judge, index, workload)
 
 
 def _evaluate_guarded(judge: _Judge, index: int, workload: Workload) -> Outcome:
@@ -167,9 +198,10 @@ def _ensure_worker(judge: _Judge) -> WorkerClient:
         return judge.worker
     judge.phase = "start (import)"
     share = judge.request.device == "cuda" and judge.share_cuda and sharing_supported()
-    judge.worker = WorkerClient(judge.zygote, share_cuda=share)
-    judge.worker.budget_s = budget
-    ready = judge.worker.wait_ready()
+    with judge.facts.stage("worker_start"):
+        judge.worker = WorkerClient(judge.zygote, share_cuda=share)
+        judge.worker.budget_s = budget
+        ready = judge.worker.wait_ready()
     if ready.kind == "import_error":
         judge.fatal = Outcome(EvalStatus.RUNTIME_ERROR, f"solution failed to import\n{ready.error}")
     elif ready.kind == "compile_error":
@@ -188,20 +220,26 @@ def _evaluate_workload(judge: _Judge, index: int, workload: Workload) -> Outcome
     worker = _ensure_worker(judge)
     tally = _Tally()
     inputs: list[Value] = []
+    last = req.correctness_rounds - 1
     for round_index in range(req.correctness_rounds):
         judge.phase = f"round {round_index}"
         inputs = _generate(judge, workload)
-        run = _verified_call(judge, worker, index, workload, inputs, tally)
+        if req.checked_rounds == "last" and round_index < last:
+            continue  # drawn for the stream; a screen compared this round on the same inputs
+        with judge.facts.stage("correctness"):
+            run = _verified_call(judge, worker, index, workload, inputs, tally)
         worker = _ensure_worker(judge)  # a fresh one when IPC failed its first call
         reply = run.reply
         if tally.base_threads is None:
             tally.base_threads = (reply.threads_started, reply.threads_alive)
     judge.phase = "timing"
-    timed = worker.time(req.timing)
+    with judge.facts.stage("timing"):
+        timed = worker.time(req.timing)
     _check_probes(judge, timed, tally)
     if timed.error:
         raise _stop(EvalStatus.RUNTIME_ERROR, timed.error)
-    reference_latency, notes = _time_reference(judge, inputs)
+    with judge.facts.stage("reference_timing"):
+        reference_latency, notes = _time_reference(judge, inputs)
     judge.phase = "timing probe"
     _probe(judge, worker, index, workload, tally)
     observed_s, transfer_s = min(tally.warm)
@@ -233,7 +271,10 @@ def _evaluate_workload(judge: _Judge, index: int, workload: Workload) -> Outcome
 def _generate(judge: _Judge, workload: Workload) -> list[Value]:
     req = judge.request
     try:
-        return generate_inputs(req.definition, workload, req.device, req.problem_dir, judge.custom)
+        with judge.facts.stage("inputs"):
+            return generate_inputs(
+                req.definition, workload, req.device, req.problem_dir, judge.custom
+            )
     except Exception:
         raise _stop(EvalStatus.RUNTIME_ERROR, exception_log("input generation failed")) from None
 
@@ -251,7 +292,8 @@ def _probe(
         random.seed(seed)
         try:
             inputs = _generate(judge, workload)
-            _verified_call(judge, worker, index, workload, inputs, tally)
+            with judge.facts.stage("correctness"):
+                _verified_call(judge, worker, index, workload, inputs, tally)
         finally:
             random.setstate(python_state)
 
