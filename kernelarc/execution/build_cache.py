@@ -45,16 +45,15 @@ import contextlib
 import hashlib
 import json
 import logging
-import os
 import re
 import shutil
-import stat
 import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from kernelarc.config import default_build_cache_dir
+from kernelarc.execution.safe_files import read_below, read_regular, write_private
 from kernelarc.schema import EvalRequest
 from kernelarc.schema.build import BuildInfo, PrebuiltExtension
 from kernelarc.schema.solution import CPP_LANGUAGES
@@ -66,8 +65,6 @@ logger = logging.getLogger(__name__)
 PREBUILT_FILE = "prebuilt.so"
 ARTEFACT = "extension.so"
 MANIFEST = "manifest.json"
-#: Larger artefacts are not cached (CUTLASS builds for several targets stay well below this).
-MAX_ARTEFACT_BYTES = 1 << 30
 _FORMAT = 1
 _NAME = re.compile(r"ka_[0-9a-f]{12}")
 
@@ -155,7 +152,7 @@ class BuildCache:
             return Lookup(None)
         try:
             manifest = json.loads((entry / MANIFEST).read_text(encoding="utf-8"))
-            data = _read_regular(entry / ARTEFACT)
+            data = read_regular(entry / ARTEFACT)
         except (OSError, ValueError) as exc:
             return self._reject(key, f"unreadable ({exc})")
         problem = _manifest_problem(manifest, key, data)
@@ -172,7 +169,7 @@ class BuildCache:
         if not _NAME.fullmatch(info.name):
             return f"build cache: not stored, bad extension name {info.name!r}"
         try:
-            data = _read_in(workdir, ("build", f"{info.name}.so"))
+            data = read_below(workdir, ("build", f"{info.name}.so"))
         except OSError as exc:
             return f"build cache: not stored, cannot read the build ({exc})"
         if hashlib.sha256(data).hexdigest() != info.sha256:
@@ -198,8 +195,8 @@ class BuildCache:
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=self.root))
         try:
-            _write_private(staging / ARTEFACT, data)
-            _write_private(staging / MANIFEST, json.dumps(manifest, indent=1).encode("utf-8"))
+            write_private(staging / ARTEFACT, data)
+            write_private(staging / MANIFEST, json.dumps(manifest, indent=1).encode("utf-8"))
             entry = self.root / key
             if entry.exists():
                 shutil.rmtree(entry, ignore_errors=True)
@@ -234,57 +231,3 @@ def _manifest_problem(manifest: object, key: str, data: bytes) -> str:
     if hashlib.sha256(data).hexdigest() != manifest.get("sha256"):
         return "sha256 of the shared object differs from the manifest's"
     return ""
-
-
-def _read_regular(path: Path) -> bytes:
-    """The bytes of a regular file, not following a final symlink; OSError otherwise."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as handle:
-        return _read_open(handle.fileno(), path.name)
-
-
-def _read_in(root: Path, parts: tuple[str, ...]) -> bytes:
-    """Read `root/parts...` following no symlink below `root` (a runner's dir is the
-    candidate's: it may have planted links)."""
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        for part in parts[:-1]:
-            next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-            os.close(fd)
-            fd = next_fd
-        file_fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW, dir_fd=fd)
-    finally:
-        os.close(fd)
-    with os.fdopen(file_fd, "rb") as handle:
-        return _read_open(handle.fileno(), parts[-1])
-
-
-def _read_open(fd: int, name: str) -> bytes:
-    info = os.fstat(fd)
-    if not _is_regular(info.st_mode):
-        msg = f"{name} is not a regular file"
-        raise OSError(msg)
-    if info.st_size > MAX_ARTEFACT_BYTES:
-        msg = f"{name} is larger than {MAX_ARTEFACT_BYTES} bytes"
-        raise OSError(msg)
-    chunks: list[bytes] = []
-    total = 0
-    while chunk := os.read(fd, 1 << 20):
-        total += len(chunk)
-        if total > MAX_ARTEFACT_BYTES:
-            msg = f"{name} grew past {MAX_ARTEFACT_BYTES} bytes"
-            raise OSError(msg)
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _is_regular(mode: int) -> bool:
-    return stat.S_ISREG(mode)
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())

@@ -35,8 +35,9 @@ Temp dirs are named for the host process (`owned_dirs.py`); creating a sandbox r
 a host killed with SIGKILL left in the temp root (never a live host's).
 
 With `build_cache` (a directory; campaigns use `~/.cache/kernelarc/builds`) C++ solutions
-already built on this host are not compiled again: `build_cache.py` has the checks and the
-threat model.
+already built on this host are not compiled again, and a candidate's JIT-compiled kernels
+(torch.compile, Triton) are kept for its later evaluations (`host_caches.py`; `build_cache.py`
+and `jit_cache.py` have the checks and the threat model).
 """
 
 import functools
@@ -55,7 +56,7 @@ from typing import Literal
 
 from kernelarc.errors import SandboxError
 from kernelarc.execution import jail
-from kernelarc.execution.build_cache import BuildCache
+from kernelarc.execution.host_caches import HostCaches
 from kernelarc.execution.network import probe_isolation
 from kernelarc.execution.owned_dirs import make_owned_dir, sweep_stale
 from kernelarc.execution.process_limits import (
@@ -170,7 +171,10 @@ class LocalSandbox:
         self.pid_namespace = pid_namespace
         self.warm_spare = warm_spare
         self.spare_start = spare_start
-        self.build_cache = BuildCache(build_cache) if build_cache is not None else None
+        # A shared cache_dir is its own mode (candidates write it directly): no JIT entries then.
+        self.caches = (
+            HostCaches(build_cache, jit=self.cache_dir is None) if build_cache is not None else None
+        )
         self._identities = IdentityPool(user, spare_user)
         self._spares: SpareSlot[RunnerProcess] = SpareSlot()
         self._preparing: Future[None] | None = None
@@ -239,24 +243,27 @@ class LocalSandbox:
         if warm:
             ahead = max(0.0, started - runner.started)  # < 0: a prepare still forking
             notes.append(f"{WARM_SPARE_NOTE} (started {ahead:.1f} s before the request)")
-        staged = self.build_cache.stage(request, self.python) if self.build_cache else None
-        if staged is not None:
-            request = staged.request
-            notes += staged.notes
+        cached = self.caches.prepare(request, self.python) if self.caches else None
+        if cached is not None:
+            request = cached.request
+            notes += cached.notes
         next_spare: Future[None] | None = None
         try:
             self._hand_over_shared(runner)
+            if cached is not None and self.caches is not None:
+                owner = runner.lease.identity if runner.jailed and runner.lease else None
+                notes += self.caches.stage_into(cached, runner.workdir, owner)
             if self.warm_spare and self._spare_at_once(request.device, runner):
                 # Forked on the spawn thread meanwhile: the candidate's clock does not wait.
                 next_spare = submit_to_spawn_thread(
                     functools.partial(self._start_spare, request.device, timeout_s)
                 )
             key = new_result_key()
-            runner.go(request.model_dump_json(), key, staged.files if staged else None)
+            runner.go(request.model_dump_json(), key)
             run = runner.finish(timeout_s)
             raw, report, problem = read_signed_result(runner.workdir / "result.json", key)
-            if staged is not None and self.build_cache is not None:  # the runner is dead
-                notes += self.build_cache.collect(staged, runner.workdir, report.build)
+            if cached is not None and self.caches is not None:  # the runner is dead
+                notes += self.caches.collect(cached, runner.workdir, report)
         finally:
             runner.discard()
             if next_spare is not None:
@@ -284,6 +291,7 @@ class LocalSandbox:
             sandbox_notes=notes,
             build=report.build,
             stage_s=report.stage_s,
+            jit_cache_hit=cached is not None and cached.jit_hit,
         )
 
     def _spare_at_once(self, device: str, runner: RunnerProcess) -> bool:

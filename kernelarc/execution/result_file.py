@@ -29,7 +29,7 @@ from kernelarc.schema import (
     Trace,
     utc_now,
 )
-from kernelarc.schema.build import BuildInfo
+from kernelarc.schema.build import BuildInfo, JitSnapshot
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +60,7 @@ class RunReport(BaseModel):
     stage_s: dict[str, float] = Field(default_factory=dict)
     build: BuildInfo | None = None
     skipped: list[int] = Field(default_factory=list)
+    jit_cache: JitSnapshot | None = None
 
 
 def read_raw_traces(path: Path, key: bytes) -> tuple[list[Any], str | None]:

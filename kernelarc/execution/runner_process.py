@@ -17,7 +17,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,25 +72,20 @@ class RunnerProcess:
         """Whether the process (the jail or `unshare`, when there is one) still runs."""
         return self.proc.poll() is None
 
-    def go(
-        self, request_json: str, result_key: bytes, files: Mapping[str, bytes] | None = None
-    ) -> None:
-        """Write request.json (and `files`, e.g. a prebuilt extension) into its dir, then `go`
-        and the key line on its stdin (EOF after).
+    def go(self, request_json: str, result_key: bytes) -> None:
+        """Write request.json into its dir, then `go` and the key line on its stdin (EOF after).
 
         Raises:
-            SandboxError: request.json or a file cannot be written.
+            SandboxError: request.json cannot be written.
         """
-        contents = {"request.json": request_json.encode("utf-8"), **(files or {})}
-        for name, data in contents.items():
-            try:
-                # O_EXCL | O_NOFOLLOW: the dir belongs to the sandbox user; never follow a link.
-                fd = os.open(self.workdir / name, _NEW_FILE, 0o644)
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(data)
-            except OSError as exc:
-                msg = f"cannot write {name} into the sandbox dir {self.workdir}: {exc}"
-                raise SandboxError(msg) from exc
+        try:
+            # O_EXCL | O_NOFOLLOW: the dir belongs to the sandbox user; never follow a planted link.
+            fd = os.open(self.workdir / "request.json", _NEW_FILE, 0o644)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(request_json)
+        except OSError as exc:
+            msg = f"cannot write the request into the sandbox dir {self.workdir}: {exc}"
+            raise SandboxError(msg) from exc
         # A process of the same uid elsewhere (no PID namespace on CUDA) may have stopped it.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGCONT)

@@ -40,6 +40,8 @@ class EvalTiming:
     """Seconds per stage inside the runner (EvalResult.stage_s)."""
     build_cached: bool | None = None
     """C++ only: whether the build came from the host's build cache (None: nothing built)."""
+    jit_cache_hit: bool = False
+    """The runner started with the candidate's JIT caches from the host's cache."""
 
 
 def eval_timing(
@@ -62,6 +64,7 @@ def eval_timing(
         stage=stage,
         runner_stage_s=dict(result.stage_s) if result is not None else {},
         build_cached=result.build.cached if result is not None and result.build else None,
+        jit_cache_hit=result is not None and result.jit_cache_hit,
     )
 
 
@@ -123,6 +126,7 @@ class ThroughputMeter:
             infra_failures=sum(1 for t in timings if t.failed),
             builds=sum(1 for t in built if not t.build_cached),
             build_cache_hits=sum(1 for t in built if t.build_cached),
+            jit_cache_hits=sum(1 for t in timings if t.jit_cache_hit),
             stages=_stages(timings, propose_s),
         )
 

@@ -11,9 +11,10 @@ This process is the judge; candidate code runs only in worker processes it forks
 `evaluate.py`). Order matters here:
 1. fd 1 is pointed at stderr before anything else, so nothing printed can look like runner
    output, and the process makes itself non-dumpable (`result_key`).
-2. TRITON_INTERPRET is set on CPU before torch/triton load (triton reads it at import): from
-   the request (cold form) or from --device (a spare; a request for another device is refused
-   with RUNTIME_ERROR traces, which the host never sends).
+2. TRITON_INTERPRET (and no precompiled header for Inductor, `_cpu_environment`) is set on CPU
+   before torch/triton load (triton reads it at import): from the request (cold form) or from
+   --device (a spare; a request for another device is refused with RUNTIME_ERROR traces, which
+   the host never sends).
 3. The evaluation modules (torch) load and the worker zygote is forked; only then is the result
    key read from stdin, so no worker ever has it in memory (a spare reads its `go` line one byte
    at a time, so the key line behind it stays in the pipe until then).
@@ -111,13 +112,33 @@ def _parse(argv: list[str]) -> tuple[str | None, list[str]] | None:
     return (device, argv) if len(argv) == 2 else None
 
 
+def _cpu_environment() -> None:
+    """Set before torch/triton load on CPU: Triton's interpreter (triton reads the variable at
+    import), and no precompiled torch header for Inductor's C++ kernels. Inductor builds that
+    header (~150 MB, tens of seconds) in every new process before it loads any C++ kernel, even
+    one found in its cache, and keeps it outside its cache dir; without it a kernel compiles
+    with the full headers, the same code. A candidate whose kernels come from the host's JIT
+    cache (`jit_warmup.py`) then loads them at once instead of rebuilding that header."""
+    os.environ["TRITON_INTERPRET"] = "1"
+    os.environ.setdefault("TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS", "0")
+
+
 def _preload() -> None:
     """A spare's import of the evaluation modules (torch) before `go`; an error is left for
-    `_run` to import again and report in the traces."""
+    `_run` to import again and report in the traces. Then torch.compile's modules (dynamo,
+    inductor; on the development CPU ~10-17 s, more than torch itself): the worker zygote is
+    forked from this process after `go`, so a candidate that uses torch.compile does not import
+    them on its clock. They start no thread or process at import, so the fork stays clean."""
     try:
         import kernelarc.runner.evaluate  # noqa: F401
     except Exception:
         logger.warning("preloading the evaluation modules failed:\n%s", traceback.format_exc())
+        return
+    try:
+        import torch._dynamo
+        import torch._inductor.compile_fx  # noqa: F401
+    except Exception:  # a candidate that needs them imports them itself, and fails there
+        logger.warning("preloading torch.compile failed:\n%s", traceback.format_exc())
 
 
 def _wait_for_go() -> int | None:
@@ -147,7 +168,7 @@ def main(argv: list[str]) -> int:
     device, paths = parsed
     if device is not None:
         if device == "cpu":
-            os.environ["TRITON_INTERPRET"] = "1"
+            _cpu_environment()
         _preload()
         code = _wait_for_go()
         if code is not None:
@@ -161,7 +182,7 @@ def main(argv: list[str]) -> int:
         return 2
     refused = None
     if device is None and request.device == "cpu":
-        os.environ["TRITON_INTERPRET"] = "1"
+        _cpu_environment()
     elif device is not None and request.device != device:
         refused = (
             f"runner started for device {device!r} got a request for {request.device!r}; "

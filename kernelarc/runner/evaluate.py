@@ -46,6 +46,7 @@ from kernelarc.runner.cuda_ipc import sharing_supported
 from kernelarc.runner.environment import describe_environment
 from kernelarc.runner.hack_checks import implausible_latency, same_bits, thread_injection
 from kernelarc.runner.inputs import CustomFn, Value, generate_inputs
+from kernelarc.runner.jit_warmup import warm_jit_caches
 from kernelarc.runner.memory_pool import ShiftingInputPool
 from kernelarc.runner.outcome import Outcome, exception_log, make_trace
 from kernelarc.runner.run_facts import RunFacts
@@ -138,6 +139,9 @@ def evaluate_request(
     judge = _Judge(request=request, reference=reference, custom=custom, zygote=zygote, facts=facts)
     with facts.stage("build"):
         facts.build, judge.fatal = build_before_workloads(request, root)
+    if judge.fatal is None:
+        with facts.stage("jit_warm_up"):
+            warm_jit_caches(request, root, zygote, custom, facts)
     cursor = StreamCursor(request, functools.partial(_generate, judge))
     order = evaluation_order(request)
     try:

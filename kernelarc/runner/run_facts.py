@@ -12,9 +12,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelarc.schema.build import BuildInfo
+from kernelarc.schema.build import BuildInfo, JitSnapshot
 
-STAGES = ("build", "worker_start", "inputs", "correctness", "timing", "reference_timing")
+STAGES = (
+    "build",
+    "jit_warm_up",
+    "worker_start",
+    "inputs",
+    "correctness",
+    "timing",
+    "reference_timing",
+)
 """The stages the judge times (EvalResult.stage_s keys)."""
 
 
@@ -26,6 +34,8 @@ class RunFacts:
     build: BuildInfo | None = None
     skipped: list[int] = field(default_factory=list)
     """Request indices of workloads not evaluated because an earlier one failed (a screen)."""
+    jit_cache: JitSnapshot | None = None
+    """The JIT cache files after a warm-up (`jit_warmup.py`), hashed."""
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -46,4 +56,5 @@ class RunFacts:
             "stage_s": {k: round(v, 4) for k, v in self.stage_s.items()},
             "build": self.build.model_dump(mode="json") if self.build else None,
             "skipped": list(self.skipped),
+            "jit_cache": self.jit_cache.model_dump(mode="json") if self.jit_cache else None,
         }

@@ -1,4 +1,5 @@
-"""Build records: a C++ extension the host hands to a runner, and what a runner built.
+"""Build records: a C++ extension the host hands to a runner, what a runner built, and the JIT
+cache files a runner's warm-up left (`kernelarc/runner/jit_warmup.py`).
 
 Place in the flow: the host's build cache (`kernelarc/execution/build_cache.py`) puts a
 `PrebuiltExtension` into `EvalRequest.prebuilt` when it holds a verified build of the request's
@@ -41,3 +42,21 @@ class BuildInfo(RecordModel):
     """True: the host's prebuilt copy was verified and used, nothing was compiled."""
     note: str = ""
     """Why a prebuilt copy was not used (empty when it was, or when there was none)."""
+
+
+class CachedFile(RecordModel):
+    """One file of a runner's JIT caches, as the judge hashed it after the warm-up."""
+
+    path: str = Field(pattern=r"^[^/]")
+    """Path relative to the runner's dir (e.g. `cache/inductor/...`)."""
+    sha256: str = Field(pattern=SHA256_HEX)
+    """Hash of its bytes when the warm-up had ended (before any evaluation input existed)."""
+    size: int = Field(ge=0)
+    """Bytes."""
+
+
+class JitSnapshot(RecordModel):
+    """The files of a runner's JIT caches right after its warm-up."""
+
+    files: list[CachedFile]
+    """Every regular file under the cache dirs (Inductor, Triton), in walk order."""

@@ -74,6 +74,10 @@ class EvalRequest(RecordModel):
     prebuilt: PrebuiltExtension | None = None
     """A verified build of the solution's C++ sources from the host's build cache, staged as
     `prebuilt.so` in the runner's dir; the judge uses it only if identity and hash match."""
+    warm_jit_caches: bool = False
+    """Warm the candidate's JIT caches (torch.compile, Triton) in a throwaway worker before any
+    input exists, and report their files' hashes (`EvalResult` build facts), so the host can keep
+    them for the candidate's later evaluations (kernelarc/runner/jit_warmup.py)."""
 
     @model_validator(mode="after")
     def _order_is_a_permutation(self) -> "EvalRequest":
@@ -101,6 +105,9 @@ class EvalResult(RecordModel):
     """Image id the evaluation ran in (Docker sandbox; None for the local one)."""
     build: BuildInfo | None = None
     """The C++ build step, as the judge reported it (None for Python languages)."""
+    jit_cache_hit: bool = False
+    """The runner started with the candidate's JIT caches from the host's cache (nothing of it
+    was compiled again)."""
     stage_s: dict[str, float] = Field(default_factory=dict)
     """Seconds per stage inside the runner, as the judge measured them: `build` (C++),
     `worker_start` (forking the worker, importing the candidate), `correctness` (rounds and the

@@ -57,13 +57,17 @@ class ThroughputReport(RecordModel):
     """Evaluations whose runner compiled a C++ solution."""
     build_cache_hits: int = Field(default=0, ge=0)
     """Evaluations of a C++ solution that used the host's build cache (nothing compiled)."""
+    jit_cache_hits: int = Field(default=0, ge=0)
+    """Evaluations that started with the candidate's JIT caches (torch.compile, Triton) from
+    the host's cache."""
     stages: dict[str, float] = Field(default_factory=dict)
     """Seconds per stage, summed over the campaign's evaluations (they overlap in time when
     slots run in parallel): `propose` (agents proposing), `screen`, `timing`, `guard` (slot time
     of correctness screens, of candidates' timed evaluations, of the guard's re-timing and
     confirmation runs) and `<stage>_queue_wait` (their waits for a slot); `runner_build`,
-    `runner_worker_start`, `runner_inputs`, `runner_correctness`, `runner_timing`,
-    `runner_reference_timing` (the judges' own measurements, over every evaluation), and
+    `runner_jit_warm_up`, `runner_worker_start`, `runner_inputs`, `runner_correctness`,
+    `runner_timing`, `runner_reference_timing` (the judges' own measurements, over every
+    evaluation), and
     `sandbox_other` (sandbox time outside those: process start or the wait for a warm spare,
     imports, the jail, result handling)."""
 
