@@ -36,9 +36,8 @@ processes are dead. Not covered: without the jail (a non-root host, or `sandbox.
 candidates run as the host user and can write this cache like any other file of that user (the
 sandbox then protects nothing of the host's; its notes say so); the hash check still catches a
 corrupted or swapped shared object whose manifest was not rewritten to match. Triton and
-Inductor caches are not kept here: they are written by candidate code while it runs (the JIT
-runs inside the candidate's calls, after it has seen inputs), so no entry of theirs could be
-trusted by another evaluation; they stay private to each evaluation.
+Inductor caches are written by candidate code while it runs, so they are never shared between
+candidates; `jit_cache.py` keeps them per candidate, from a warm-up before any input existed.
 """
 
 import contextlib

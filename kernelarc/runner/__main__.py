@@ -123,16 +123,20 @@ def _cpu_environment() -> None:
     os.environ.setdefault("TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS", "0")
 
 
-def _preload() -> None:
+def _preload(device: str) -> None:
     """A spare's import of the evaluation modules (torch) before `go`; an error is left for
-    `_run` to import again and report in the traces. Then torch.compile's modules (dynamo,
-    inductor; on the development CPU ~10-17 s, more than torch itself): the worker zygote is
-    forked from this process after `go`, so a candidate that uses torch.compile does not import
-    them on its clock. They start no thread or process at import, so the fork stays clean."""
+    `_run` to import again and report in the traces. On `cpu` also torch.compile's modules
+    (dynamo, inductor; on the development CPU ~10-17 s, more than torch itself): the worker
+    zygote is forked from this process after `go`, so a candidate that uses torch.compile does
+    not import them on its clock; they start no thread or process at import. Not on `cuda`
+    until checked there: the zygote must be forked before anything initialises CUDA, and it is
+    not verified that importing them never asks the driver for its devices."""
     try:
         import kernelarc.runner.evaluate  # noqa: F401
     except Exception:
         logger.warning("preloading the evaluation modules failed:\n%s", traceback.format_exc())
+        return
+    if device != "cpu":
         return
     try:
         import torch._dynamo
@@ -169,7 +173,7 @@ def main(argv: list[str]) -> int:
     if device is not None:
         if device == "cpu":
             _cpu_environment()
-        _preload()
+        _preload(device)
         code = _wait_for_go()
         if code is not None:
             return code
