@@ -285,6 +285,7 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
         summary_metrics = {
             "campaign/wall_s": round(time.monotonic() - started, 3),
             "campaign/guard_evaluations": float(summary.guard_evaluations),
+            "campaign/time_used_s": summary.time_used_s,
         }
         if summary.throughput is not None:
             numbers = summary.throughput.numbers().items()

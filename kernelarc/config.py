@@ -4,11 +4,20 @@ cli.py turns the composed DictConfig into these dataclasses with OmegaConf.to_ob
 below cli.py sees a DictConfig. Validation OmegaConf cannot express lives in __post_init__.
 """
 
+import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kernelarc.errors import ConfigError
+
+
+def default_build_cache_dir() -> Path:
+    """`$KERNELARC_CACHE_DIR/builds`, else `~/.cache/kernelarc/builds` (the build cache)."""
+    base = os.environ.get("KERNELARC_CACHE_DIR")
+    return (Path(base) if base else Path.home() / ".cache" / "kernelarc") / "builds"
+
 
 #: Official SOL-ExecBench timing protocol, used on CUDA.
 CUDA_WARMUP, CUDA_ITERATIONS = 10, 50
@@ -36,10 +45,19 @@ class BudgetConfig:
     agent's requests are further bounded by `llm.concurrency`."""
     max_infra_failures: int = 5
     """Abort after this many consecutive infrastructure failures (not candidate failures)."""
+    time_s: float | None = None
+    """Wall-clock budget of the campaign in seconds (None: none), next to `candidates`; whichever
+    runs out first stops it. No agent proposes after the deadline and no candidate starts unless
+    it is expected to finish before it (the mean of this campaign's candidates, guard runs
+    included); one in flight at the deadline is finished and recorded. A resume continues with
+    what is left (campaign.json `time_used_s`); `budget.time_s=N` on a resume sets a new total."""
 
     def __post_init__(self) -> None:
         if self.candidates < 1:
             msg = f"budget.candidates must be >= 1 (got {self.candidates})"
+            raise ConfigError(msg)
+        if self.time_s is not None and not self.time_s > 0:
+            msg = f"budget.time_s must be > 0 seconds, or null for none (got {self.time_s})"
             raise ConfigError(msg)
         if self.max_parallel is not None and self.max_parallel < 1:
             msg = f"budget.max_parallel must be >= 1 (got {self.max_parallel})"
@@ -153,6 +171,13 @@ class SandboxConfig:
     a fresh process. Started on cuda when an evaluation takes its runner (as another user), on
     cpu when an evaluation ends, and for the first candidate when the campaign sets up its
     executor (docs/architecture.md). False: start each runner on demand."""
+    build_cache: bool = True
+    """`local` only: keep verified builds of C++ solutions on this host (between candidates and
+    campaigns), so a C++ candidate already built is not compiled again; entries are checked
+    before use (kernelarc/execution/build_cache.py). False: every evaluation builds."""
+    build_cache_dir: str | None = None
+    """Where the build cache lives; None = $KERNELARC_CACHE_DIR/builds or
+    ~/.cache/kernelarc/builds."""
 
     def options(self) -> dict[str, Any]:
         """The keyword options `make_sandbox(self.kind, **options)` takes for this kind."""
@@ -163,7 +188,15 @@ class SandboxConfig:
             "warm_spare": self.warm_spare,
         }
         if self.kind != "docker":
-            return {**common, "jail": self.jail, "max_memory_gb": self.max_memory_gb}
+            cache = None
+            if self.build_cache:
+                cache = self.build_cache_dir or str(default_build_cache_dir())
+            return {
+                **common,
+                "jail": self.jail,
+                "max_memory_gb": self.max_memory_gb,
+                "build_cache": cache,
+            }
         return {**common, **asdict(self.docker)}
 
 

@@ -452,7 +452,7 @@ class DockerSandbox:
             finally:
                 runner.close()
                 shutil.rmtree(workdir, ignore_errors=True)
-            raw, problem = signed.traces, signed.problem
+            raw, problem, report = signed.traces, signed.problem, signed.report
             traces = traces_after_run(
                 request,
                 raw,
@@ -463,6 +463,7 @@ class DockerSandbox:
                 kill_note="the container was replaced",
                 log_tail=run.log_tail,
                 notes=[],
+                skipped=report.skipped,
             )
             image_id = slot.image_id
             reason = self._replace_reason(slot, run, problem, traces)
@@ -485,6 +486,8 @@ class DockerSandbox:
             sandbox="docker",
             sandbox_notes=notes,
             sandbox_image=image_id,
+            build=report.build,
+            stage_s=report.stage_s,
         )
 
     def _fit_memory(self, slot: _Slot, request: EvalRequest, notes: list[str]) -> None:

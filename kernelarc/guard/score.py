@@ -42,11 +42,15 @@ class Score:
 
 
 def score_traces(traces: list[Trace]) -> Score:
-    """Summarize per-workload traces."""
-    statuses = [t.evaluation.status if t.evaluation else EvalStatus.RUNTIME_ERROR for t in traces]
-    failing = [s for s in statuses if s != EvalStatus.PASSED]
-    if not traces or failing:
-        return Score(failing[0] if failing else EvalStatus.RUNTIME_ERROR, None, None)
+    """Summarize per-workload traces. A trace without evaluation (a workload a correctness screen
+    left unevaluated after another failed) is a failure, but the status is that of the first
+    evaluated failure when there is one."""
+    evaluated = [t.evaluation.status for t in traces if t.evaluation is not None]
+    failing = [s for s in evaluated if s != EvalStatus.PASSED]
+    if failing:
+        return Score(failing[0], None, None)
+    if not traces or len(evaluated) < len(traces):
+        return Score(EvalStatus.RUNTIME_ERROR, None, None)
     perfs = [t.evaluation.performance for t in traces if t.evaluation and t.evaluation.performance]
     if len(perfs) != len(traces):
         return Score(EvalStatus.RUNTIME_ERROR, None, None)
@@ -58,10 +62,10 @@ def score_traces(traces: list[Trace]) -> Score:
 def first_failure_log(traces: list[Trace]) -> str:
     """The log of the first workload that did not pass (empty if none)."""
     for trace in traces:
-        if trace.evaluation is None:
-            return "no evaluation"
-        if trace.evaluation.status != EvalStatus.PASSED:
+        if trace.evaluation is not None and trace.evaluation.status != EvalStatus.PASSED:
             return f"{trace.workload.uuid}: {trace.evaluation.status}: {trace.evaluation.log}"
+    if any(trace.evaluation is None for trace in traces):
+        return "no evaluation"
     return ""
 
 

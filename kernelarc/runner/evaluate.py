@@ -13,8 +13,11 @@ as it does after any workload that did not pass. A worker that overruns the work
 (`hang_deadline.py`: derived from the reference's own time, capped by the request's timeouts)
 is TIMEOUT there, and every later workload is TIMEOUT without starting the candidate again: a
 hung candidate costs one deadline, not one per workload or the sandbox's whole timeout.
-`evaluate_request` yields one Trace per workload in request order so the entry point can sign
-and write partial results as it goes.
+`evaluate_request` yields (request index, Trace) per workload as it finishes, so the entry point
+can sign and write partial results as it goes. C++ is built first (`build_step.py`), then the
+candidate's JIT caches are warmed if the host asks (`jit_warmup.py`); the order, early stop and
+stream positioning of a screen are `stream_order.py`'s; with `checked_rounds="last"` only the
+last round is compared (a screen compared them all). Seconds per stage go to `RunFacts`.
 
 Statuses decided here beyond the official flow: an input the solution changed although the
 reference leaves it unchanged is INCORRECT_NUMERICAL (its observable result differs from the
@@ -33,6 +36,7 @@ from typing import Any
 
 import torch
 
+from kernelarc.runner.build_step import build_before_workloads
 from kernelarc.runner.channel import ChannelError, WorkerReply, unpack_values
 from kernelarc.runner.correctness import (
     WorstErrors,
@@ -44,7 +48,8 @@ from kernelarc.runner.cuda_ipc import sharing_supported
 from kernelarc.runner.environment import describe_environment
 from kernelarc.runner.hack_checks import implausible_latency, thread_injection
 from kernelarc.runner.hang_deadline import WorkloadClock
-from kernelarc.runner.inputs import CustomFn, Value, seed_everything
+from kernelarc.runner.inputs import CustomFn, Value
+from kernelarc.runner.jit_warmup import warm_jit_caches
 from kernelarc.runner.judge_state import Fn, Judge, Stop, Tally, stop
 from kernelarc.runner.memory_limit import (
     allocation_failure,
@@ -59,7 +64,9 @@ from kernelarc.runner.reference_side import (
     run_reference,
     time_reference,
 )
+from kernelarc.runner.run_facts import RunFacts
 from kernelarc.runner.staging import load_reference
+from kernelarc.runner.stream_order import StreamCursor, evaluation_order
 from kernelarc.runner.timing import timing_method
 from kernelarc.runner.worker import worker_main
 from kernelarc.runner.worker_client import RunResult, WorkerClient, WorkerDied, WorkerTimedOut
@@ -78,8 +85,11 @@ def start_zygote(request: EvalRequest, root: Path) -> Zygote:
     return Zygote(functools.partial(worker_main, request=request, root=root))
 
 
-def evaluate_request(request: EvalRequest, root: Path, zygote: Zygote) -> Iterator[Trace]:
-    """Evaluate every workload of the request, one trace each, in order."""
+def evaluate_request(
+    request: EvalRequest, root: Path, zygote: Zygote, facts: RunFacts | None = None
+) -> Iterator[tuple[int, Trace]]:
+    """Evaluate the request's workloads in `workload_order`: (request index, trace) each."""
+    facts = facts if facts is not None else RunFacts()
     environment = describe_environment(request.device)
     try:
         module: ModuleType = load_reference(request.definition, root)
@@ -88,23 +98,48 @@ def evaluate_request(request: EvalRequest, root: Path, zygote: Zygote) -> Iterat
         custom: CustomFn | None = getattr(module, entry_name) if entry_name else None
     except Exception:
         failed = Outcome(EvalStatus.INVALID_REFERENCE, exception_log("reference failed to load"))
-        for workload in request.workloads:
-            yield make_trace(request, workload, environment, failed)
-        return
-    seed_everything(request.seed)
-    judge = Judge(request=request, reference=reference, custom=custom, zygote=zygote)
-    judge.clock = WorkloadClock.for_request(request, import_allowance_s(request))
-    try:
         for index, workload in enumerate(request.workloads):
+            yield index, make_trace(request, workload, environment, failed)
+        return
+    judge = Judge(request=request, reference=reference, custom=custom, zygote=zygote, facts=facts)
+    judge.clock = WorkloadClock.for_request(request, import_allowance_s(request))
+    with facts.stage("build"):
+        facts.build, judge.fatal = build_before_workloads(request, root)
+    if judge.fatal is None:
+        with facts.stage("jit_warm_up"):
+            warm_jit_caches(request, root, zygote, custom, facts, judge.clock.wall_deadline())
+    cursor = StreamCursor(request, functools.partial(generate, judge))
+    order = evaluation_order(request)
+    try:
+        for position, index in enumerate(order):
+            workload = request.workloads[index]
             logger.info("workload %s", workload.uuid)
-            outcome = judge.fatal or _evaluate_guarded(judge, index, workload)
-            if outcome.status != EvalStatus.PASSED:
+            outcome = judge.fatal or _evaluate_in_stream(judge, cursor, index, workload)
+            passed = outcome.status == EvalStatus.PASSED
+            cursor.finished(index, every_round_drawn=passed)
+            if not passed:
                 # A worker that failed is not reused: a poisoned CUDA context (illegal address),
                 # device memory it still holds, or state it broke must not decide the next one.
                 judge.discard_worker()
-            yield make_trace(request, workload, environment, outcome)
+            yield index, make_trace(request, workload, environment, outcome)
+            if not passed and request.stop_at_first_failure and judge.fatal is None:
+                facts.skipped = order[position + 1 :]
+                logger.info("stopping at the first failure: %d workloads left", len(facts.skipped))
+                return
     finally:
         judge.discard_worker()
+
+
+def _evaluate_in_stream(
+    judge: Judge, cursor: StreamCursor, index: int, workload: Workload
+) -> Outcome:
+    """Position the RNG stream at the workload's start, then evaluate it."""
+    try:
+        cursor.move_to(index)
+    except Stop as ended:
+        log = f"drawing the inputs of the workloads before this one: {ended.outcome.log}"
+        return Outcome(ended.outcome.status, log)
+    return _evaluate_guarded(judge, index, workload)
 
 
 def _evaluate_guarded(judge: Judge, index: int, workload: Workload) -> Outcome:
@@ -141,9 +176,10 @@ def _ensure_worker(judge: Judge) -> WorkerClient:
     share = judge.request.device == "cuda" and judge.share_cuda and sharing_supported()
     judge.clock.worker_started()
     logger.info("starting a solution worker")
-    judge.worker = WorkerClient(judge.zygote, share_cuda=share)
-    judge.worker.budget = judge.clock.budget
-    ready = judge.worker.wait_ready()
+    with judge.facts.stage("worker_start"):
+        judge.worker = WorkerClient(judge.zygote, share_cuda=share)
+        judge.worker.budget = judge.clock.budget
+        ready = judge.worker.wait_ready()
     if ready.kind == "import_error":
         judge.fatal = Outcome(EvalStatus.RUNTIME_ERROR, f"solution failed to import\n{ready.error}")
     elif ready.kind == "compile_error":
@@ -167,22 +203,26 @@ def _evaluate_workload(judge: Judge, index: int, workload: Workload) -> Outcome:
         worker = _ensure_worker(judge)
     tally = Tally()
     inputs: list[Value] = []
+    last = req.correctness_rounds - 1
     for round_index in range(req.correctness_rounds):
         judge.phase = f"round {round_index}"
         with times.phase("inputs"):
             inputs = generate(judge, workload)
-        run = _verified_call(judge, worker, index, workload, inputs, tally)
+        if req.checked_rounds == "last" and round_index < last:
+            continue  # drawn for the stream; a screen compared this round on the same inputs
+        with judge.facts.stage("correctness"):
+            run = _verified_call(judge, worker, index, workload, inputs, tally)
         worker = _ensure_worker(judge)  # a fresh one when IPC failed its first call
         reply = run.reply
         if tally.base_threads is None:
             tally.base_threads = (reply.threads_started, reply.threads_alive)
     judge.phase = "timing"
-    with times.phase("candidate timing"):
+    with times.phase("candidate timing"), judge.facts.stage("timing"):
         timed = worker.time(req.timing)
     _check_probes(judge, timed, tally)
     if timed.error:
         raise stop(EvalStatus.RUNTIME_ERROR, timed.error)
-    with times.phase("reference timing"):
+    with times.phase("reference timing"), judge.facts.stage("reference_timing"):
         reference_latency, notes = time_reference(judge, inputs)
     judge.phase = "timing probe"
     _probe(judge, worker, index, workload, tally)
@@ -227,7 +267,8 @@ def _probe(
         try:
             with judge.times.phase("inputs"):
                 inputs = generate(judge, workload)
-            _verified_call(judge, worker, index, workload, inputs, tally)
+            with judge.facts.stage("correctness"):
+                _verified_call(judge, worker, index, workload, inputs, tally)
         finally:
             random.setstate(python_state)
 

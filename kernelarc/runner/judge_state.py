@@ -11,6 +11,7 @@ from kernelarc.runner.inputs import CustomFn
 from kernelarc.runner.memory_limit import OomWatch
 from kernelarc.runner.outcome import Outcome
 from kernelarc.runner.phase_times import PhaseTimes
+from kernelarc.runner.run_facts import RunFacts
 from kernelarc.runner.worker_client import WorkerClient
 from kernelarc.runner.zygote import Zygote
 from kernelarc.schema import EvalRequest, EvalStatus
@@ -40,6 +41,8 @@ class Judge:
     reference: Fn
     custom: CustomFn | None
     zygote: Zygote
+    facts: RunFacts = field(default_factory=RunFacts)
+    """Seconds per stage, the build step, skipped workloads, JIT caches (signed result)."""
     worker: WorkerClient | None = None
     fatal: Outcome | None = None
     """Set when every later workload must end the same way (import failed, patched at import)."""

@@ -33,7 +33,10 @@ def generate(judge: Judge, workload: Workload) -> list[Value]:
     """One round's inputs for `workload` on the request's RNG stream."""
     req = judge.request
     try:
-        return generate_inputs(req.definition, workload, req.device, req.problem_dir, judge.custom)
+        with judge.facts.stage("inputs"):
+            return generate_inputs(
+                req.definition, workload, req.device, req.problem_dir, judge.custom
+            )
     except Exception:
         log = exception_log("input generation failed")
         if allocation_failure(log):  # the problem against the sandbox, not the candidate
