@@ -272,11 +272,20 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
     view = CampaignConsole(cfg, console, resolve_device(cfg.device))
     try:
         with view:
-            summary = run_campaign(cfg, run_dir, tracker, view.on_attempt, on_idle=view.on_idle)
+            # on_progress after conclusions too: the footer counts what the summary will (issue 17).
+            summary = run_campaign(
+                cfg,
+                run_dir,
+                tracker,
+                view.on_attempt,
+                on_progress=view.on_progress,
+                on_idle=view.on_idle,
+            )
         status = summary.status
         summary_metrics = {
             "campaign/wall_s": round(time.monotonic() - started, 3),
             "campaign/guard_evaluations": float(summary.guard_evaluations),
+            "campaign/time_used_s": summary.time_used_s,
         }
         if summary.throughput is not None:
             numbers = summary.throughput.numbers().items()

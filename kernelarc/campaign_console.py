@@ -2,12 +2,13 @@
 the closing summary with one block of next steps.
 
 Place in the flow: `campaign_cli._run` opens a `CampaignConsole` around `run_campaign` and hands
-its `on_attempt`/`on_idle` to the loop, then calls `print_summary`. On a terminal the team table
-is redrawn in place (Rich Live on stderr). Off a terminal (a file, a CI log, a pipe) nothing can
-be redrawn, so every attempt prints one complete line as it is recorded and, while nothing is
-recorded, a status line every `KERNELARC_PROGRESS_INTERVAL_S` seconds (default 30), so a long
-campaign never looks hung. Columns that carry nothing for the team (model, tokens and cost of an
-offline team) are left out.
+its `on_attempt`/`on_progress`/`on_idle` to the loop, then calls `print_summary`. On a terminal
+the team table is redrawn in place (Rich Live on stderr), after conclusions too. Off a terminal
+(a file, a CI log, a pipe) nothing can be redrawn, so every attempt prints one complete line as
+it is recorded and, while nothing is recorded, a status line every
+`KERNELARC_PROGRESS_INTERVAL_S` seconds (default 30), so a long campaign never looks hung.
+Columns that carry nothing for the team (model, tokens and cost of an offline team) are left
+out.
 """
 
 import logging
@@ -25,6 +26,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from kernelarc.campaign import CampaignState, CampaignSummary
+from kernelarc.campaign.progress_line import stop_line, throughput_line
 from kernelarc.campaign.team_stats import AgentStats, team_stats
 from kernelarc.command_paths import command, display_path
 from kernelarc.config import CampaignConfig
@@ -122,6 +124,14 @@ class CampaignConsole:
             f"{attempt.status}{speed}{verdict}; best {best}"
         )
 
+    def on_progress(self, state: CampaignState) -> None:
+        """The state changed (an attempt, or conclusions published): redraw the live table, so
+        its counts are the ones the closing summary reports (off a terminal, `on_attempt`'s
+        lines and the status ticker say enough)."""
+        self._state = state
+        if self._live is not None:
+            self._live.update(self._table(state))
+
     def on_idle(self, agent: str, reason: str) -> None:
         """An agent does not apply to the problem: say why, once."""
         with self._lock:
@@ -196,7 +206,7 @@ class CampaignConsole:
             tokens = sum(r.tokens for r in stats)
             cost = sum(r.cost_usd for r in stats)
             caption += f"  tokens {tokens}  cost ${cost:.4f}"
-        table.caption = caption
+        table.caption = caption + throughput_line(state)
         return table
 
 
@@ -261,15 +271,18 @@ def print_summary(
         )
     if best is not None and cpu_timed([best]):
         say(CPU_TIMING_NOTE + ".")
-    stopped_early = summary.status == "FINISHED" and summary.attempts < cfg.budget.candidates
-    if stopped_early:
+    finished = summary.status == "FINISHED"
+    stopped_early = finished and summary.attempts < cfg.budget.candidates
+    if stopped_early and summary.stop_reason in ("agents_done", ""):
         names = ", ".join(idle)
         verb = "does" if len(idle) == 1 else "do"
         idle_note = f"; {names} {verb} not apply to this problem (see above)" if idle else ""
         say(
             f"Stopped with budget {summary.attempts}/{cfg.budget.candidates} used: no agent has "
-            f"anything new to propose{idle_note}."
+            f"anything new to propose{idle_note} ({summary.time_used_s:.0f} s used)."
         )
+    else:
+        say(stop_line(summary, cfg.budget.time_s))
     rate = summary.throughput
     if rate is not None and summary.attempts:
         say(
@@ -291,7 +304,10 @@ def print_summary(
         say("  (nothing to export: no generated kernel passed and beat the reference)")
     for line in mlflow_lines(cfg, tracker, run_dir):
         say(f"  {line}")
-    if summary.status == "FINISHED" and not stopped_early:
+    if finished and summary.stop_reason == "time_budget" and cfg.budget.time_s:
+        more_s = 2 * cfg.budget.time_s
+        say(f"  more time:               {kernelarc} resume {run_dir} budget.time_s={more_s:g}")
+    elif finished and not stopped_early:
         more = 2 * cfg.budget.candidates
         say(f"  more candidates:         {kernelarc} resume {run_dir} budget.candidates={more}")
 

@@ -120,9 +120,11 @@ _EPILOG_EXPORT = """\
 Writes, per problem, the best accepted attempt (PASSED, NEW_BEST, confirmed by the guard) of the
 given campaigns as a SOL-ExecBench submission: OUT/<problem>/solution.json, traces.jsonl,
 problem/ (definition.json + workload.jsonl, an official PROBLEM_DIR) and, with --sources,
-sources/; then OUT/scores.csv and OUT/manifest.json. The best is the highest SOL score, ties by
-latency then age. Same inputs, same bytes: the manifest's export time is the latest attempt's
-finished_at unless --timestamp is given. Format and submission steps: leaderboard/README.md.
+sources/; then OUT/scores.csv and OUT/manifest.json. The best is the lowest latency (GPU-timed
+before CPU-timed, ties by age), never one slower than its campaign's reference: then the next,
+else the reference's own PASSED attempt, else none (listed with why). Same inputs, same bytes:
+the manifest's export time is the latest attempt's finished_at unless --timestamp is given.
+Format and submission steps: leaderboard/README.md.
 
 examples:
   kernelarc export outputs/kernelarc/2026-12-02_10-00-00 --out exports/
@@ -246,7 +248,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="a setting that defines the arms (repeatable; default: what the sweep varied)",
     )
     rep.add_argument("--confidence", type=float, default=0.95, help="interval level")
-    rep.add_argument("--ci", choices=["t", "bootstrap"], default="t", help="interval method")
+    rep.add_argument(
+        "--ci",
+        choices=["bootstrap", "t"],
+        default="bootstrap",
+        help="interval method (t intervals are cut to each quantity's range)",
+    )
     rep.add_argument("--no-mlflow", action="store_true", help="do not log the report to MLflow")
     sy = sub.add_parser(
         "sync",
@@ -346,7 +353,7 @@ def _cmd_eval(ns: argparse.Namespace) -> int:
     from kernelarc.problems.builtin_set import resolve_problem
     from kernelarc.problems.files import load_solution
     from kernelarc.problems.reference import reference_solution
-    from kernelarc.schema import EvalRequest, EvalStatus, TimingConfig
+    from kernelarc.schema import EvalRequest, EvalStatus, HangPolicy, TimingConfig
 
     problem = resolve_problem(ns.problem, ns.workloads)
     err = make_console(stderr=True)
@@ -372,8 +379,11 @@ def _cmd_eval(ns: argparse.Namespace) -> int:
         device="cuda" if device == "cuda" else "cpu",
         seed=ns.seed,
         correctness_rounds=ns.rounds,
-        timing=TimingConfig(warmup=warmup, iterations=iterations),
+        timing=TimingConfig(
+            warmup=warmup, iterations=iterations, budget_s=EvalConfig().budget_for(device)
+        ),
         problem_dir=str(problem.path.resolve()),
+        hang=HangPolicy.for_device(device),
     )
     # One evaluation: no spare runner to keep warm for a next one.
     sandbox_cfg = SandboxConfig(kind=ns.sandbox, gpu=0, warm_spare=False)
@@ -641,7 +651,9 @@ def _verify(out: Path, requested: str, timeout_s: float) -> list[Any]:
     checks = verify_export(
         out,
         device=device,
-        timing=TimingConfig(warmup=warmup, iterations=iterations),
+        timing=TimingConfig(
+            warmup=warmup, iterations=iterations, budget_s=EvalConfig().budget_for(device)
+        ),
         timeout_s=timeout_s,
     )
     rows = [

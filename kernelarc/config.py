@@ -4,17 +4,31 @@ cli.py turns the composed DictConfig into these dataclasses with OmegaConf.to_ob
 below cli.py sees a DictConfig. Validation OmegaConf cannot express lives in __post_init__.
 """
 
+import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kernelarc.errors import ConfigError
 
+
+def default_build_cache_dir() -> Path:
+    """`$KERNELARC_CACHE_DIR/builds`, else `~/.cache/kernelarc/builds` (the build cache)."""
+    base = os.environ.get("KERNELARC_CACHE_DIR")
+    return (Path(base) if base else Path.home() / ".cache" / "kernelarc") / "builds"
+
+
 #: Official SOL-ExecBench timing protocol, used on CUDA.
 CUDA_WARMUP, CUDA_ITERATIONS = 10, 50
-#: CPU timing is only a smoke signal (Triton runs in its interpreter); fewer iterations keep the
-#: offline demo quick. Traces label it `cpu_monotonic`.
-CPU_WARMUP, CPU_ITERATIONS = 1, 5
+#: CPU timing is a pipeline check, not kernel performance (Triton runs in its interpreter):
+#: the official iteration count, but the timed loop stops once its samples add up to
+#: CPU_TIMING_BUDGET_S (after at least 5), with one intra-op thread on one core (runner/timing.py)
+#: so the median is steady. Traces label it `cpu_monotonic`.
+CPU_WARMUP, CPU_ITERATIONS = 1, 50
+#: Fewest re-timing rounds the guard may decide on (guard.min_repeats and max_repeats).
+MIN_DECIDING_ROUNDS = 2
+CPU_TIMING_BUDGET_S = 1.0
 
 
 @dataclass
@@ -31,10 +45,19 @@ class BudgetConfig:
     agent's requests are further bounded by `llm.concurrency`."""
     max_infra_failures: int = 5
     """Abort after this many consecutive infrastructure failures (not candidate failures)."""
+    time_s: float | None = None
+    """Wall-clock budget of the campaign in seconds (None: none), next to `candidates`; whichever
+    runs out first stops it. No agent proposes after the deadline and no candidate starts unless
+    it is expected to finish before it (the mean of this campaign's candidates, guard runs
+    included); one in flight at the deadline is finished and recorded. A resume continues with
+    what is left (campaign.json `time_used_s`); `budget.time_s=N` on a resume sets a new total."""
 
     def __post_init__(self) -> None:
         if self.candidates < 1:
             msg = f"budget.candidates must be >= 1 (got {self.candidates})"
+            raise ConfigError(msg)
+        if self.time_s is not None and not self.time_s > 0:
+            msg = f"budget.time_s must be > 0 seconds, or null for none (got {self.time_s})"
             raise ConfigError(msg)
         if self.max_parallel is not None and self.max_parallel < 1:
             msg = f"budget.max_parallel must be >= 1 (got {self.max_parallel})"
@@ -55,9 +78,30 @@ class EvalConfig:
     warmup: int | None = None
     """Untimed iterations; None = 10 on CUDA, 1 on CPU."""
     iterations: int | None = None
-    """Timed iterations (median reported); None = 50 on CUDA, 5 on CPU."""
+    """Timed iterations (median reported); None = 50 (on CPU the loop also stops once its
+    samples add up to 1 s, after at least 5)."""
     timeout_s: float = 180.0
     """Wall-clock limit of one sandboxed evaluation."""
+    hang_allowance_s: float = 120.0
+    """Per workload, a silent candidate is TIMEOUT after this plus `hang_factor` times the
+    reference's own time for the same calls (capped by `timeout_s`); later workloads are then
+    TIMEOUT without running it again (schema.HangPolicy)."""
+    hang_factor: float | None = None
+    """Multiple of the reference's time in that deadline; None = 100 on CUDA, 1000 on CPU (where
+    Triton kernels run in the interpreter)."""
+
+    def __post_init__(self) -> None:
+        if self.hang_allowance_s <= 0 or (self.hang_factor is not None and self.hang_factor <= 0):
+            msg = (
+                f"eval.hang_allowance_s and eval.hang_factor must be > 0 (got "
+                f"{self.hang_allowance_s}, {self.hang_factor})"
+            )
+            raise ConfigError(msg)
+
+    def budget_for(self, device: str) -> float | None:
+        """Seconds of samples after which the CPU timed loop stops (None on CUDA: exactly
+        `iterations`, the official protocol)."""
+        return None if device == "cuda" else CPU_TIMING_BUDGET_S
 
     def timing_for(self, device: str) -> tuple[int, int]:
         """(warmup, iterations) for a device."""
@@ -105,8 +149,15 @@ class SandboxConfig:
     """GPU index pinned with CUDA_VISIBLE_DEVICES (docker: the one GPU given to the container);
     `kernelarc eval` uses it; a campaign's executor gives each of its sandboxes its own GPU."""
     memory_limit_gb: float = 16.0
-    """Address-space limit on CPU (not applied on CUDA, which maps huge virtual ranges); docker:
-    the container's memory limit (host RAM, CPU and CUDA alike)."""
+    """What a runner process may use beyond the problem's data: the problem's input and output
+    bytes times the copies the protocol makes come on top (execution/memory_need.py). local:
+    the address-space limit of each runner process on CPU (not applied on CUDA, which maps huge
+    virtual ranges); docker: the container's memory limit, raised per problem (host RAM, CPU
+    and CUDA alike)."""
+    max_memory_gb: float | None = None
+    """local: the most a runner process may map whatever the problem; None = this machine's
+    memory. A problem whose reference alone needs more is refused before any candidate runs
+    (an infrastructure error, not the candidate's)."""
     network: bool = False
     """Allow network access from the sandbox (off: a new network namespace where possible)."""
     docker: DockerConfig = field(default_factory=DockerConfig)
@@ -120,6 +171,13 @@ class SandboxConfig:
     a fresh process. Started on cuda when an evaluation takes its runner (as another user), on
     cpu when an evaluation ends, and for the first candidate when the campaign sets up its
     executor (docs/architecture.md). False: start each runner on demand."""
+    build_cache: bool = True
+    """`local` only: keep verified builds of C++ solutions on this host (between candidates and
+    campaigns), so a C++ candidate already built is not compiled again; entries are checked
+    before use (kernelarc/execution/build_cache.py). False: every evaluation builds."""
+    build_cache_dir: str | None = None
+    """Where the build cache lives; None = $KERNELARC_CACHE_DIR/builds or
+    ~/.cache/kernelarc/builds."""
 
     def options(self) -> dict[str, Any]:
         """The keyword options `make_sandbox(self.kind, **options)` takes for this kind."""
@@ -130,7 +188,15 @@ class SandboxConfig:
             "warm_spare": self.warm_spare,
         }
         if self.kind != "docker":
-            return {**common, "jail": self.jail}
+            cache = None
+            if self.build_cache:
+                cache = self.build_cache_dir or str(default_build_cache_dir())
+            return {
+                **common,
+                "jail": self.jail,
+                "max_memory_gb": self.max_memory_gb,
+                "build_cache": cache,
+            }
         return {**common, **asdict(self.docker)}
 
 
@@ -403,10 +469,10 @@ class GuardConfig:
     min_gain: float = 0.01
     """Accept a challenger only if its latency ratio's CI lies below 1 - min_gain."""
     min_repeats: int | None = None
-    """Interleaved re-timing rounds before the first decision; None = 1 on CPU (a smoke
-    signal: one paired round), 3 on CUDA."""
+    """Interleaved re-timing rounds before the first decision, at least 2 (one round gives a
+    bootstrap interval of zero width, which decides nothing); None = 3."""
     max_repeats: int | None = None
-    """Re-timing rounds at most (undecided then: not accepted); None = 2 on CPU, 8 on CUDA."""
+    """Re-timing rounds at most (undecided then: not accepted); None = 6 on CPU, 8 on CUDA."""
     confidence: float = 0.95
     """Two-sided level of the bootstrap confidence interval."""
     resamples: int = 2000
@@ -424,7 +490,7 @@ class GuardConfig:
 
     def repeats_for(self, device: str) -> tuple[int, int]:
         """(min_repeats, max_repeats) for a device."""
-        default_min, default_max = (3, 8) if device == "cuda" else (1, 2)
+        default_min, default_max = (3, 8) if device == "cuda" else (MIN_DECIDING_ROUNDS + 1, 6)
         low = default_min if self.min_repeats is None else self.min_repeats
         high = default_max if self.max_repeats is None else self.max_repeats
         return min(low, high), high
@@ -433,8 +499,13 @@ class GuardConfig:
         if not 0.0 <= self.min_gain < 1.0:
             msg = f"guard.min_gain must be in [0, 1) (got {self.min_gain})"
             raise ConfigError(msg)
-        if any(n is not None and n < 1 for n in (self.min_repeats, self.max_repeats)):
-            msg = "guard.min_repeats and guard.max_repeats must be >= 1"
+        if any(
+            n is not None and n < MIN_DECIDING_ROUNDS for n in (self.min_repeats, self.max_repeats)
+        ):
+            msg = (
+                f"guard.min_repeats and guard.max_repeats must be >= {MIN_DECIDING_ROUNDS}: "
+                "one re-timing round gives a confidence interval of zero width"
+            )
             raise ConfigError(msg)
         if not 0.5 <= self.confidence < 1.0:
             msg = f"guard.confidence must be in [0.5, 1) (got {self.confidence})"

@@ -2,10 +2,11 @@
 
 Place in the flow: the last step. `plan_export` reads CampaignInputs (run dirs or MLflow,
 `leaderboard.inputs`), keeps accepted attempts (`selection.qualifies`), scores them
-(`score.py`), picks one per problem, never one slower than the reference
-(`reference_floor.py`), and checks it against the official rules (`rules.py`);
-`write_export` writes `<out>/<problem>/{solution.json,traces.jsonl,problem/,sources/}`,
-`<out>/scores.csv` and `<out>/manifest.json`. The same inputs give byte-identical files.
+(`kernelarc.guard.score.score_attempt`), picks one per problem by latency (`selection.py`),
+never one slower than its campaign's reference (`reference_floor.py`), and checks it against
+the official rules (`rules.py`); `write_export` writes
+`<out>/<problem>/{solution.json,traces.jsonl,problem/,sources/}`, `<out>/scores.csv` and
+`<out>/manifest.json`. The same inputs give byte-identical files.
 """
 
 import logging
@@ -16,18 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelarc.errors import ConfigError
+from kernelarc.guard.score import ProblemScore, score_attempt
 from kernelarc.problems.files import Problem
 from kernelarc.schema import Attempt, Solution
 from leaderboard.inputs import CampaignInput, check_definitions, load_run_dir, sol_bounds
-from leaderboard.reference_floor import Floor, apply_floor
+from leaderboard.reference_floor import Floor, apply_floor, campaign_reference
 from leaderboard.rules import check_exportable, explicit_solution
-from leaderboard.score import (
-    Baseline,
-    ProblemScore,
-    compile_baseline,
-    reference_baseline,
-    score_attempt,
-)
 from leaderboard.selection import Candidate, Choice, Selection, qualifies, select
 from leaderboard.serialize import dump_json, write_text
 
@@ -99,16 +94,15 @@ def plan_export(inputs: Sequence[CampaignInput], timestamp: str | None = None) -
         msg = "nothing to export: no campaign given"
         raise ConfigError(msg)
     known = check_definitions(inputs)
-    scoring = _Scoring(inputs, known)
+    floors = _Floors(inputs, known)
     candidates = []
     for order, campaign in enumerate(inputs):
         for attempt in campaign.attempts:
-            scoring.prepare(order, attempt)
             if qualifies(attempt) and _finite(attempt):
-                score = scoring.score(order, attempt)
+                score = floors.score(order, attempt)
                 candidates.append(Candidate(campaign.label, order, attempt, score))
     everything = [a for c in inputs for a in c.attempts]
-    selection = scoring.floored(select(candidates, everything))
+    selection = floors.floored(select(candidates, everything))
     if not selection.choices:
         listed = "; ".join(f"{p}: {why}" for p, why in selection.unqualified.items())
         msg = f"no accepted attempt for any problem ({listed}); nothing to export"
@@ -199,49 +193,42 @@ def _write_problem(target: Path, item: ExportedProblem, *, sources: bool) -> lis
     return written
 
 
-class _Scoring:
-    """Per campaign (input order) and problem: its T_b and what the reference floor needs."""
+class _Floors:
+    """Per campaign (input order) and problem: what the reference floor needs, computed once."""
 
     def __init__(self, inputs: Sequence[CampaignInput], known: dict[str, Problem]) -> None:
         self.inputs = inputs
         self.known = known
-        self.baselines: dict[tuple[int, str], Baseline | None] = {}
         self.floors: dict[tuple[int, str], Floor] = {}
 
-    def prepare(self, order: int, attempt: Attempt) -> None:
-        """Compute the campaign's baseline and floor for the attempt's problem (once)."""
-        key = (order, attempt.problem)
-        if key in self.floors:
-            return
-        campaign = self.inputs[order]
-        same = [a for a in campaign.attempts if a.problem == attempt.problem]
-        problem = _problem_for(campaign, attempt, self.known)
-        reference = reference_baseline(same)
-        # One T_b for the whole campaign (score.py): the compile baseline, else the reference's
-        # median timing, so scores compare attempts, not reference noise.
-        self.baselines[key] = compile_baseline(same) or reference
-        self.floors[key] = Floor(reference, problem.definition if problem else None, same)
-
     def score(self, order: int, attempt: Attempt) -> ProblemScore:
-        """An attempt's score in its campaign: the campaign's T_b, its own T_SOL."""
+        """An attempt's score: T_b its traces' reference latency, T_SOL its bounds."""
         bounds, source = sol_bounds(attempt, _problem_for(self.inputs[order], attempt, self.known))
-        return score_attempt(attempt, self.baselines[(order, attempt.problem)], bounds, source)
+        return score_attempt(attempt, bounds, source)
+
+    def floor(self, candidate: Candidate) -> Floor:
+        """The candidate's campaign's reference latency, definition and attempts of its problem."""
+        key = (candidate.order, candidate.attempt.problem)
+        if key not in self.floors:
+            campaign = self.inputs[candidate.order]
+            same = [a for a in campaign.attempts if a.problem == candidate.attempt.problem]
+            problem = _problem_for(campaign, candidate.attempt, self.known)
+            definition = problem.definition if problem is not None else None
+            self.floors[key] = Floor(campaign_reference(same), definition, same)
+        return self.floors[key]
 
     def floored(self, selection: Selection) -> Selection:
-        """The selection with every choice that is slower than the reference replaced (or
-        moved to the unqualified problems, with why): `reference_floor.py`."""
+        """The selection with every choice that is slower than its campaign's reference
+        replaced (or moved to the unqualified problems, with why): `reference_floor.py`."""
         unqualified = dict(selection.unqualified)
         choices: dict[str, Choice] = {}
         for name, choice in selection.choices.items():
             order = choice.chosen.order
 
-            def floor_of(candidate: Candidate) -> Floor:
-                return self.floors[(candidate.order, candidate.attempt.problem)]
-
             def score_of(attempt: Attempt, order: int = order) -> ProblemScore:
                 return self.score(order, attempt)
 
-            floored = apply_floor(choice, floor_of, score_of)
+            floored = apply_floor(choice, self.floor, score_of)
             if isinstance(floored, str):
                 unqualified[name] = floored
             else:

@@ -40,17 +40,20 @@ SCORES_COLUMNS = (
 )
 """scores.csv header, in order (`timing` labels CPU-timed rows: a pipeline check)."""
 SCORING = {
-    "sol_score": "S = 1/(1 + (T_k - T_SOL)/(T_b - T_SOL)); T_b <= T_SOL: 1 if T_k <= T_SOL "
-    "else 0; unclamped; per problem the mean of S over workloads; empty without T_SOL",
-    "t_b": "per workload: the campaign's PASSED torch.compile compile-max-autotune* attempt "
-    "(fastest by geometric mean), else the median reference latency of the campaign's PASSED "
-    "evaluations, else the trace's reference latency (t_b_source says which)",
+    "sol_score": "S = 1/(1 + max(T_k - T_SOL, 0)/(T_b - T_SOL)), in [0, 1]; T_b <= T_SOL: 1 if "
+    "T_k <= T_SOL else 0; per problem the mean of S over workloads; empty without T_SOL; the "
+    "same number as the campaign's MLflow eval/sol_score and kernelarc report "
+    "(kernelarc.guard.score.score_attempt)",
+    "t_b": "per workload: the trace's reference latency (timed by the same evaluation)",
     "t_sol": "per workload: the guard's recorded roofline bound, else the roofline of "
     "kernelarc.guard.roofline with default ceilings, else none (t_sol_source says which)",
     "latencies": "scores.csv latency columns are geometric means over workloads, in ms",
     "selection": "accepted attempts only (PASSED, NEW_BEST, confirmed where recorded); per "
-    "problem the highest SOL score, ties by lower latency, then older attempt; never one slower "
-    "than its campaign's reference (then the next, else the reference's own PASSED attempt)",
+    "problem the lowest latency, GPU-timed before CPU-timed, then the older attempt; never one "
+    "slower than its campaign's reference (geometric mean over workloads of T_k / the median "
+    "reference latency of the campaign's PASSED evaluations on the same hardware and timing "
+    "method): then the next ranked attempt not slower, else the campaign's PASSED attempt of "
+    "the reference itself, else none",
 }
 """How the numbers were made, written into the manifest."""
 

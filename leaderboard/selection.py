@@ -3,9 +3,13 @@
 Place in the flow: `leaderboard.export` builds Candidates (a qualifying attempt, its campaign and
 its score) and calls `select`; the reasons feed `--dry-run` and manifest.json.
 
-Rule: only accepted attempts qualify (`qualifies`); per problem the highest SOL score wins (an
-attempt with a score beats one without); ties go to the lower geometric-mean latency, then to
-the older attempt (finished_at, then the input order, then the attempt index).
+Rule: only accepted attempts qualify (`qualifies`); per problem the lowest confirmed latency wins
+(the geometric mean over workloads of the exported traces, which the guard confirmed), GPU-timed
+before CPU-timed (a CPU timing is a pipeline check); ties go to the older attempt (finished_at,
+then the input order, then the attempt index). Ranking by latency ranks every candidate of a
+problem against one baseline: the SOL score falls as latency rises for a common T_b and T_SOL,
+whereas each campaign's own reference (or compile) time would rank one kernel differently per
+campaign (issue 17: a 0.51 ms attempt ranked above the same proposal at 0.132 ms).
 """
 
 import math
@@ -14,8 +18,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from kernelarc.guard.score import ProblemScore
 from kernelarc.schema import Attempt, EvalStatus, Verdict
-from leaderboard.score import ProblemScore
 
 
 def qualifies(attempt: Attempt) -> bool:
@@ -67,13 +71,11 @@ class Selection:
     """Problem to why no attempt qualified, for the others."""
 
 
-def rank_key(candidate: Candidate) -> tuple[int, float, float, datetime, int, int]:
-    """Sort key, best first: has a SOL score, score, latency, finish time, input, index."""
-    score = candidate.score.sol_score
+def rank_key(candidate: Candidate) -> tuple[bool, float, datetime, int, int]:
+    """Sort key, best first: GPU-timed, latency, finish time, input, index."""
     latency = candidate.score.latency_ms
     return (
-        0 if score is not None else 1,
-        -score if score is not None else 0.0,
+        candidate.score.cpu_timed,
         latency if math.isfinite(latency) else math.inf,
         _finished(candidate.attempt),
         candidate.order,
@@ -127,14 +129,11 @@ def _reason(ranked: Sequence[Candidate]) -> str:
     second = ranked[1]
     a, b = first.score, second.score
     other = f"attempt {second.attempt.index} of {second.campaign}"
-    if a.sol_score is not None and b.sol_score is None:
-        return f"{head}: has a SOL score, {other} has none"
-    if a.sol_score is not None and b.sol_score is not None and a.sol_score != b.sol_score:
-        return f"{head}: SOL score {a.sol_score:.4g} > {b.sol_score:.4g} of {other}"
-    tie = "no SOL score" if a.sol_score is None else f"SOL score tie {a.sol_score:.4g}"
+    if b.cpu_timed and not a.cpu_timed:
+        return f"{head}: timed on a GPU, {other} on the CPU"
     if a.latency_ms != b.latency_ms:
-        return f"{head}: {tie}; latency {a.latency_ms:.4g} ms < {b.latency_ms:.4g} ms of {other}"
-    return f"{head}: {tie}, same latency; older than {other}"
+        return f"{head}: latency {a.latency_ms:.4g} ms < {b.latency_ms:.4g} ms of {other}"
+    return f"{head}: same latency; older than {other}"
 
 
 def _finished(attempt: Attempt) -> datetime:

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from kernelarc.errors import ConfigError, KernelarcError
 from kernelarc.execution import make_sandbox
+from kernelarc.guard.score import geometric_mean
 from kernelarc.problems.files import load_problem, load_solution
 from kernelarc.schema import EvalRequest, TimingConfig, Trace
 from leaderboard.export import MANIFEST_FILE, PROBLEM_DIR, SOLUTION_FILE, TRACES_FILE
 from leaderboard.official import official_available, run_official
-from leaderboard.score import geometric_mean
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,10 @@ def _parser() -> argparse.ArgumentParser:
         "--campaign-time-s",
         type=float,
         default=None,
-        help="per-problem limit on proposing (default: 90 on cuda, none on cpu; 0 = none)",
+        help=(
+            "per-problem wall-clock budget, the campaign's budget.time_s "
+            "(default: 90 on cuda, none on cpu; 0 = none)"
+        ),
     )
     parser.add_argument(
         "--total-time-s",

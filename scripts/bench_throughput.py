@@ -6,7 +6,10 @@ executor=local (one timed slot per GPU), and reports candidates per minute (tota
 the GPU busy fraction (timed slots held / wall x slots), queue wait, the sandbox's fixed cost per
 evaluation (a near-empty evaluation of the reference, measured first) and the executor's
 dispatch overhead; with two or more GPU counts, the scaling efficiency against the smallest:
-(rate_N / rate_1) / (N / 1). A markdown table goes to stdout, everything to a JSON file.
+(rate_N / rate_1) / (N / 1). A second table has the time per stage (`ThroughputReport.stages`:
+proposing, screens, timed evaluations, guard runs, the judges' build/start/correctness/timing,
+sandbox overhead) and C++ builds vs build-cache hits. Each campaign gets a share of --max-wall-s
+as its `budget.time_s`. Markdown goes to stdout, everything to a JSON file.
 
 When Ray is not importable, `--executor ray` says so (stdout and JSON `ray_missing`) and falls
 back to executor=local, so an unattended run still measures something.
@@ -83,7 +86,12 @@ def _parse(argv: list[str]) -> Args | list[Path]:
     parser.add_argument("--team", default="triton_template", help="comma-separated agents")
     parser.add_argument("--guard", action="store_true", help="keep the guard's re-timing on")
     parser.add_argument("--timeout-s", type=float, default=180.0, help="per evaluation")
-    parser.add_argument("--max-wall-s", type=float, default=540.0, help="whole script")
+    parser.add_argument(
+        "--max-wall-s",
+        type=float,
+        default=540.0,
+        help="whole script; each campaign gets a share as budget.time_s",
+    )
     parser.add_argument(
         "--json", dest="json_path", type=Path, default=Path("bench_throughput.json")
     )
@@ -125,6 +133,11 @@ def _ray_status() -> tuple[str | None, str]:
     return str(ray.__version__), ""
 
 
+#: Share of a run's slice of --max-wall-s given to its campaign as budget.time_s; the rest is
+#: for the evaluation in flight at the deadline (finished, not cut) and the campaign's shutdown.
+WALL_SHARE = 0.7
+
+
 def _fixed_cost(args: Args) -> float:
     """Wall time of a near-empty evaluation: the reference itself on one workload, one round,
     one timed iteration, no reference timing. Best of two (the first may meet cold caches).
@@ -159,7 +172,7 @@ def _fixed_cost(args: Args) -> float:
         return min(sandbox.evaluate(request, timeout_s=args.timeout_s).wall_s for _ in range(2))
 
 
-def _campaign(args: Args, executor: str, gpus: int) -> dict[str, Any]:
+def _campaign(args: Args, executor: str, gpus: int, time_s: float) -> dict[str, Any]:
     ray = RayConfig(address="local", num_gpus=gpus if args.device == "cuda" else None)
     if args.device == "cpu":
         ray = RayConfig(address="local", num_cpus=2)
@@ -169,7 +182,7 @@ def _campaign(args: Args, executor: str, gpus: int) -> dict[str, Any]:
         workloads=args.workloads,
         seed=0,
         device=args.device,
-        budget=BudgetConfig(candidates=args.budget),
+        budget=BudgetConfig(candidates=args.budget, time_s=time_s),
         eval=EvalConfig(timeout_s=args.timeout_s),
         agents=AgentsConfig(team=list(args.team)),
         guard=GuardConfig(enabled=args.guard),
@@ -189,6 +202,7 @@ def _campaign(args: Args, executor: str, gpus: int) -> dict[str, Any]:
         "attempts": summary.attempts,
         "passed": summary.passed,
         "status": summary.status,
+        "stop_reason": summary.stop_reason,
         "throughput": report.model_dump() if report is not None else None,
     }
 
@@ -251,6 +265,45 @@ def _table(result: dict[str, Any]) -> str:
         )
     if result.get("ray_missing"):
         lines.append(f"\nNOTE: {result['ray_missing']}; measured with executor=local instead.")
+    lines += ["", _stage_table(result)]
+    return "\n".join(lines)
+
+
+#: Columns of the time-per-stage table: ThroughputReport.stages keys (seconds, summed).
+STAGE_COLUMNS = (
+    "propose",
+    "screen",
+    "timing",
+    "guard",
+    "runner_build",
+    "runner_worker_start",
+    "runner_inputs",
+    "runner_correctness",
+    "runner_timing",
+    "runner_reference_timing",
+    "sandbox_other",
+)
+
+
+def _stage_table(result: dict[str, Any]) -> str:
+    """Seconds per stage of each run (slot time of screens, timed evaluations and guard runs;
+    the judges' own stages; queue waits), and builds compiled vs found in the build cache."""
+    head = " | ".join(STAGE_COLUMNS)
+    lines = [
+        f"| executor | GPUs | {head} | queue waits | builds (cache hits) |",
+        "|---|---|" + "---|" * (len(STAGE_COLUMNS) + 2),
+    ]
+    for run in result["runs"]:
+        t = run.get("throughput")
+        if not t:
+            continue
+        stages = t.get("stages", {})
+        cells = " | ".join(f"{stages.get(k, 0.0):.1f}" for k in STAGE_COLUMNS)
+        waits = sum(stages.get(f"{k}_queue_wait", 0.0) for k in ("screen", "timing", "guard"))
+        lines.append(
+            f"| {t['executor']} | {run['gpus']} | {cells} | {waits:.1f} | "
+            f"{t.get('builds', 0)} ({t.get('build_cache_hits', 0)}) |"
+        )
     return "\n".join(lines)
 
 
@@ -305,10 +358,15 @@ def main(argv: list[str]) -> int:
     watchdog.start()
     fixed_cost = round(_fixed_cost(args), 3)
     result["sandbox_fixed_cost_s"] = fixed_cost
-    for gpus in args.gpu_counts:
+    script_start = time.monotonic()
+    for index, gpus in enumerate(args.gpu_counts):
         started = time.monotonic()
+        # Each campaign's wall-clock budget: a fair share of what is left before the watchdog,
+        # less a margin for the evaluation in flight at its deadline.
+        left = args.max_wall_s - (started - script_start) - fixed_cost
+        share = max(1.0, WALL_SHARE * left / (len(args.gpu_counts) - index))
         try:
-            run = _campaign(args, executor, gpus)
+            run = _campaign(args, executor, gpus, share)
         except Exception as exc:  # report and go on with the next GPU count
             run = {"executor": executor, "gpus": gpus, "error": f"{type(exc).__name__}: {exc}"}
         run["script_wall_s"] = round(time.monotonic() - started, 1)

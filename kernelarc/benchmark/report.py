@@ -14,7 +14,7 @@ Per problem (every latency a geometric mean over the problem's workloads):
 - roofline: T_SOL, the bound recorded in campaign.json (unique bytes at the copy bandwidth, FLOPs
   at the matmul rate, ceilings measured on the machine where it says so);
 - fraction of roofline: geometric mean over workloads of T_SOL / T_best;
-- SOL score: mean over workloads of S(T_best) with T_b and T_SOL (leaderboard.score.sol_score);
+- SOL score: mean over workloads of S(T_best) with T_b and T_SOL (kernelarc.guard.score.sol_score);
 - candidates to 90%: attempts evaluated until the incumbent was within 90% of the final best's
   speed (latency <= final / 0.9);
 - memory-bound: every workload's bound is set by bytes, not FLOPs.
@@ -27,8 +27,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kernelarc.campaign.run_record import CampaignRecord
+from kernelarc.guard.score import sol_score
 from kernelarc.schema import Attempt, EvalStatus, Trace, Verdict
-from leaderboard.score import sol_score
 
 BASELINE_DEFAULT = "compile-default"
 """Compiler-agent variant reported as "torch.compile default"."""

@@ -4,7 +4,9 @@ tracking records, coordination shares.
 Two kinds of concurrency, bounded separately: every agent proposes in its own thread (at most
 `budget.max_proposing` inside `propose`/`conclude` at once, default all), while evaluations are
 bounded by the executor's timed slots (one per GPU; `budget.max_parallel` caps them); one candidate
-budget is shared by the team. A blocked proposal (static rules) never reaches a sandbox. A passing
+budget is shared by the team, and so is the wall-clock budget `budget.time_s` (time_budget.py:
+no proposal after the deadline, no candidate that is not expected to finish before it). A blocked
+proposal (static rules) never reaches a sandbox. A passing
 candidate is judged under the guard lock, so the incumbent cannot change while the guard re-times
 and confirms it (those extra evaluations take slots but not budget). An attempt is appended to
 attempts.jsonl before anything else sees it. Each context is built by the `Coordinator` per the
@@ -24,18 +26,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from kernelarc.agents import Agent, AgentContext, ResumableAgent, make_team
+from kernelarc.agents import Agent, AgentContext, make_team
 from kernelarc.campaign.coordinator import Coordinator
 from kernelarc.campaign.device import resolve_device
-from kernelarc.campaign.restore import check_resumable, recorded_attempts, restore_state
+from kernelarc.campaign.restore import check_resume_dir, resume_into, time_used_before
 from kernelarc.campaign.run_record import (
     CampaignRecord,
     campaign_roofline,
-    read_campaign_record,
     write_campaign_record,
 )
+from kernelarc.campaign.time_budget import TimeBudget
 from kernelarc.config import CampaignConfig
-from kernelarc.errors import ConfigError, KernelarcError
+from kernelarc.errors import KernelarcError
 from kernelarc.executor import Executor, make_executor
 from kernelarc.guard import (
     Challenge,
@@ -61,6 +63,7 @@ from kernelarc.schema import (
     EvalRequest,
     EvalResult,
     EvalStatus,
+    HangPolicy,
     Proposal,
     TimingConfig,
     Verdict,
@@ -102,6 +105,12 @@ class CampaignState:
     stopped: bool = False
     """Set when the campaign is stopped from outside (Ctrl-C): no attempt is recorded after it,
     so an evaluation cut short by the shutdown is not mistaken for a result."""
+    clock: TimeBudget = field(default_factory=lambda: TimeBudget(None))
+    """The wall-clock budget (budget.time_s) and the time used."""
+    propose_s: float = 0.0
+    """Seconds the agents spent in `propose` (summed over agents)."""
+    throughput: ThroughputReport | None = None
+    """The executor's throughput so far (updated after each attempt, for the live view)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     guard_lock: threading.Lock = field(default_factory=threading.Lock)
     """Held while a passing candidate is judged: the incumbent is stable meanwhile."""
@@ -113,6 +122,7 @@ class CampaignState:
 
 
 ProgressCallback = Callable[[Attempt, CampaignState], None]
+StateCallback = Callable[[CampaignState], None]
 IdleCallback = Callable[[str, str], None]
 """Called once per agent that proposes nothing at all, with its name and the reason."""
 
@@ -143,6 +153,10 @@ class CampaignSummary:
     """Drafted proposals evaluated."""
     throughput: ThroughputReport | None = None
     """Candidates per minute, slot use, queue wait, overheads (also in campaign.json)."""
+    stop_reason: str = ""
+    """`candidates`, `time_budget`, `agents_done` or `aborted` (campaign.json)."""
+    time_used_s: float = 0.0
+    """Wall time used, earlier sessions of a resumed campaign included."""
 
 
 def run_campaign(
@@ -151,12 +165,16 @@ def run_campaign(
     tracker: Tracker,
     on_attempt: ProgressCallback | None = None,
     team: list[Agent] | None = None,
+    on_progress: StateCallback | None = None,
     on_idle: IdleCallback | None = None,
 ) -> CampaignSummary:
     """Run one campaign into `run_dir` and return its summary.
 
-    `team` replaces the team built from `cfg.agents.team` (scripted agents in tests);
-    `on_idle(agent, reason)` hears of each agent that does not apply to the problem.
+    `team` replaces the team built from `cfg.agents.team` (scripted agents in tests).
+    `on_attempt` is called once per recorded attempt; `on_progress` whenever the state changes
+    (after each attempt, and after conclusions are published), so a live view that renders the
+    state shows the counts the summary reports; `on_idle(agent, reason)` hears of each agent that
+    does not apply to the problem.
 
     A KeyboardInterrupt (Ctrl-C) while the agents run sets `state.stopped`, so nothing more is
     recorded, closes the executor (which ends the evaluations in flight) and propagates;
@@ -173,7 +191,9 @@ def run_campaign(
     """
     resuming = cfg.resume is not None
     if resuming:
-        _check_resume_dir(cfg, run_dir)
+        check_resume_dir(cfg, run_dir)
+    # The time budget starts now: set-up counts (a resume goes on from the time it had used).
+    clock = TimeBudget(cfg.budget.time_s, time_used_before(run_dir) if resuming else 0.0)
     problem = resolve_problem(cfg.problem, cfg.workloads)
     kinds = [""] * len(team) if team is not None else [spec.kind for spec in cfg.agents.team]
     team = team if team is not None else make_team(list(cfg.agents.team), cfg.seed, llm=cfg.llm)
@@ -213,42 +233,43 @@ def run_campaign(
             for agent, kind in zip(team, kinds, strict=True)
         ],
         roofline=campaign_roofline(problem.definition, list(problem.workloads), ceiling),
+        time_budget_s=cfg.budget.time_s,
+        time_used_s=round(clock.used_before_s, 3),
+        deadline_at=clock.deadline_at(),
     )
     # The log first: it cuts a truncated last line (a kill mid-write) before it is read back.
     log = AttemptLog(run_dir / "attempts.jsonl")
-    state = CampaignState(budget=cfg.budget.candidates, roster=coordinator.roster)
+    state = CampaignState(budget=cfg.budget.candidates, roster=coordinator.roster, clock=clock)
     restored = 0
     if resuming:
-        record = _resumed_record(run_dir, record)
-        attempts = recorded_attempts(run_dir)
-        restore_state(state, attempts)
-        restored = len(attempts)
-        coordinator.restore(attempts)
-        if coordinator.board is not None:
-            state.conclusions = len(coordinator.board.conclusions())
-            state.retracted = sum(c.retracted for c in coordinator.board.conclusions())
-        for agent in team:
-            if isinstance(agent, ResumableAgent):
-                agent.restore([a for a in attempts if a.proposal.agent == agent.name])
-        logger.info(
-            "resuming %s: %d of %d candidates done, best %s",
-            run_dir,
-            len(attempts),
-            state.budget,
-            f"{state.best_speedup:.3f}x" if state.best_speedup else "none",
-        )
+        record, restored = resume_into(run_dir, record, state, coordinator, team)
     write_campaign_record(run_dir, record)
     for agent in team:
         tracker.start_agent(agent.name, agent.strategy)
+    started = time.monotonic()
+
+    def progress(attempt: Attempt, state: CampaignState) -> None:
+        # Under the state lock: the live view's throughput, and the time used so far on disk
+        # (a kill loses at most the time since the last attempt).
+        state.throughput = executor.throughput(
+            wall_s=time.monotonic() - started,
+            candidates=len(state.attempts) - restored,
+            propose_s=state.propose_s,
+        )
+        used = {"time_used_s": round(clock.used_s(), 3)}
+        write_campaign_record(run_dir, record.model_copy(update=used))
+        if on_attempt is not None:
+            on_attempt(attempt, state)
+
     worker = _AgentWorker(
-        cfg, problem, device, executor, state, log, tracker, on_attempt, coordinator, ceiling
+        cfg, problem, device, executor, state, log, tracker, progress, coordinator, ceiling
     )
+    worker.on_progress = on_progress
     worker.on_idle = on_idle
     threads = [
         threading.Thread(target=worker.run, args=(agent,), name=f"agent-{agent.name}", daemon=True)
         for agent in team
     ]
-    started = time.monotonic()
     try:
         for thread in threads:
             thread.start()
@@ -263,10 +284,24 @@ def run_campaign(
         # Warm sandboxes (the Docker pool) and Ray actors hold resources until closed.
         executor.close()
     # Of this process only (a resumed campaign's earlier attempts took another wall clock).
-    throughput = executor.throughput(wall_s=wall_s, candidates=len(state.attempts) - restored)
+    throughput = executor.throughput(
+        wall_s=wall_s, candidates=len(state.attempts) - restored, propose_s=state.propose_s
+    )
+    return _finish(run_dir, record, state, team, throughput)
+
+
+def _finish(
+    run_dir: Path,
+    record: CampaignRecord,
+    state: CampaignState,
+    team: list[Agent],
+    throughput: ThroughputReport,
+) -> CampaignSummary:
+    """Write the final campaign.json and return the summary (every agent has stopped)."""
     usage = log_team_usage(team)
     status = "FAILED" if state.aborted else "FINISHED"
-    passed = sum(1 for a in state.attempts if a.status == EvalStatus.PASSED)
+    stop_reason = _stop_reason(state)
+    time_used_s = round(state.clock.used_s(), 3)
     write_campaign_record(
         run_dir,
         record.model_copy(
@@ -280,15 +315,25 @@ def run_campaign(
                 "llm_tokens": usage.prompt_tokens + usage.completion_tokens,
                 "llm_cost_usd": round(usage.cost_usd, 6),
                 "throughput": throughput,
+                "stop_reason": stop_reason,
+                "time_used_s": time_used_s,
             }
         ),
     )
+    budget = state.clock.time_s
+    logger.info(
+        "campaign stopped (%s) after %d attempts, %.1f s used%s",
+        stop_reason,
+        len(state.attempts),
+        time_used_s,
+        f" of {budget:g} s" if budget else "",
+    )
     return CampaignSummary(
         run_dir=run_dir,
-        problem=problem.name,
-        device=device,
+        problem=record.problem,
+        device=record.device,
         attempts=len(state.attempts),
-        passed=passed,
+        passed=sum(1 for a in state.attempts if a.status == EvalStatus.PASSED),
         failures=state.failures,
         best=state.best,
         status=status,
@@ -297,34 +342,20 @@ def run_campaign(
         retracted=state.retracted,
         drafts=state.drafts,
         throughput=throughput,
+        stop_reason=stop_reason,
+        time_used_s=time_used_s,
     )
 
 
-def _check_resume_dir(cfg: CampaignConfig, run_dir: Path) -> None:
-    """`run_dir` must be the campaign run dir `cfg.resume` names."""
-    assert cfg.resume is not None
-    check_resumable(run_dir, config=False)
-    if Path(cfg.resume).resolve() != run_dir.resolve():
-        msg = (
-            f"resume={cfg.resume} but the campaign would write to {run_dir}; a resumed campaign "
-            "writes into the run dir it resumes (the CLI sets hydra.run.dir to it)"
-        )
-        raise ConfigError(msg)
-
-
-def _resumed_record(run_dir: Path, fresh: CampaignRecord) -> CampaignRecord:
-    """campaign.json of a resumed campaign: the recorded start, one more resume time."""
-    try:
-        recorded = read_campaign_record(run_dir)
-    except ConfigError as exc:
-        logger.warning("resume: %s; writing a new campaign.json", exc)
-        return fresh.model_copy(update={"resumed_at": [utc_now()]})
-    return fresh.model_copy(
-        update={
-            "started_at": recorded.started_at,
-            "resumed_at": [*recorded.resumed_at, utc_now()],
-        }
-    )
+def _stop_reason(state: CampaignState) -> str:
+    """Why the agents stopped (after they all have)."""
+    if state.aborted:
+        return "aborted"
+    if state.clock.stopped:
+        return "time_budget"
+    if state.reserved >= state.budget:
+        return "candidates"
+    return "agents_done"
 
 
 def _copy_problem(problem: Problem, dest: Path, workloads: str) -> Path:
@@ -360,6 +391,7 @@ class _AgentWorker:
         self.log = log
         self.tracker = tracker
         self.on_attempt = on_attempt
+        self.on_progress: StateCallback | None = None
         self.on_idle: IdleCallback | None = None
         self.coordinator = coordinator
         # Proposal concurrency, separate from the evaluation slots above.
@@ -368,7 +400,9 @@ class _AgentWorker:
             threading.BoundedSemaphore(limit) if limit is not None else contextlib.nullcontext()
         )
         warmup, iterations = cfg.eval.timing_for(device)
-        self.timing = TimingConfig(warmup=warmup, iterations=iterations)
+        self.timing = TimingConfig(
+            warmup=warmup, iterations=iterations, budget_s=cfg.eval.budget_for(device)
+        )
         # coordination.guard=false (the ablation arm) turns the guard off whatever guard.* says.
         guard_cfg = replace(cfg.guard, enabled=cfg.guard.enabled and cfg.coordination.guard)
         self.settings: GuardSettings = guard_settings(guard_cfg, device)
@@ -391,13 +425,20 @@ class _AgentWorker:
             with self.state.lock:
                 if self.state.aborted or self.state.reserved >= self.state.budget:
                     return
+                if self.state.clock.expired():
+                    logger.info("agent %s stops: the time budget is spent", agent.name)
+                    return
                 ctx = self._context(agent.name)
+            proposing_since = time.monotonic()
             try:
                 with self.proposing:
                     proposal = agent.propose(ctx)
             except Exception:  # an agent bug must not end the campaign (isolation boundary)
                 logger.exception("agent %s failed to propose; retiring it", agent.name)
                 return
+            finally:
+                with self.state.lock:
+                    self.state.propose_s += time.monotonic() - proposing_since
             if proposal is None:
                 logger.info("agent %s has nothing new to propose", agent.name)
                 self._report_idle(agent, proposed)
@@ -413,13 +454,26 @@ class _AgentWorker:
                     continue
                 if self.state.reserved >= self.state.budget:
                     return
+                if not self.state.clock.fits():
+                    logger.info(
+                        "agent %s stops: %s is not expected to finish before the deadline "
+                        "(%.1f s left, a candidate takes %.1f s)",
+                        agent.name,
+                        proposal.id,
+                        self.state.clock.left_s() or 0.0,
+                        self.state.clock.expected_s(),
+                    )
+                    return
                 duplicates = 0
                 self.state.seen_ids.add(proposal.id)
                 ordinal = self.state.reserved
                 self.state.reserved += 1
                 self.coordinator.accepted(proposal)
                 self.state.drafts += int(proposal.draft)
+            candidate_since = time.monotonic()
             attempt = self._screen_evaluate_and_record(proposal, ordinal)
+            with self.state.lock:
+                self.state.clock.finished(time.monotonic() - candidate_since)
             self._conclude(agent, attempt)
 
     def _report_idle(self, agent: Agent, proposed: int) -> None:
@@ -449,6 +503,8 @@ class _AgentWorker:
             return
         with self.state.lock:
             self.state.conclusions += len(published)
+            if self.on_progress is not None:
+                self.on_progress(self.state)
         self._log_conclusions(published)
 
     def _log_conclusions(self, conclusions: list[Conclusion]) -> None:
@@ -472,6 +528,16 @@ class _AgentWorker:
             correctness_rounds=self.cfg.eval.correctness_rounds,
             timing=self.timing,
             problem_dir=str(self.problem.path.resolve()),
+            hang=self._hang(),
+        )
+
+    def _hang(self) -> HangPolicy:
+        """The per-workload deadline of a silent candidate (eval.hang_*)."""
+        default = HangPolicy.for_device(self.device)
+        factor = self.cfg.eval.hang_factor
+        return HangPolicy(
+            reference_factor=default.reference_factor if factor is None else factor,
+            allowance_s=self.cfg.eval.hang_allowance_s,
         )
 
     def _evaluate_candidate(self, request: EvalRequest) -> EvalResult:
@@ -481,7 +547,9 @@ class _AgentWorker:
     def _evaluate(self, request: EvalRequest) -> EvalResult:
         """One timed evaluation in a slot of its own (the guard's re-timing and confirmation come
         here too); raises SandboxError."""
-        return self.executor.evaluate(request, timeout_s=self.cfg.eval.timeout_s, kind="timed")
+        return self.executor.evaluate(
+            request, timeout_s=self.cfg.eval.timeout_s, kind="timed", stage="guard"
+        )
 
     def _screen_evaluate_and_record(self, proposal: Proposal, ordinal: int) -> Attempt:
         started = utc_now()
@@ -634,6 +702,8 @@ class _AgentWorker:
         self._log_conclusions(retracted)
         if self.on_attempt is not None:
             self.on_attempt(attempt, state)
+        if self.on_progress is not None:
+            self.on_progress(state)
         return attempt
 
 

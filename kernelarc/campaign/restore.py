@@ -5,20 +5,27 @@ Place in the flow: `run_campaign` with `resume` set reads the run dir's attempts
 `CampaignState` with `restore_state`, then hands the same attempts to the coordinator (board and
 plateau counters) and to every agent that has a `restore` hook. attempts.jsonl is the only
 source: an attempt that was being evaluated when the process died is not in it, so its proposal
-is free to be proposed and evaluated again, and it is counted once.
+is free to be proposed and evaluated again, and it is counted once. The wall time the campaign
+had used (campaign.json `time_used_s`) is what its time budget starts from (`time_used_before`).
 """
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kernelarc.campaign.run_record import CAMPAIGN_FILE
+from kernelarc.agents import Agent, ResumableAgent
+from kernelarc.campaign.run_record import CAMPAIGN_FILE, CampaignRecord, read_campaign_record
+from kernelarc.config import CampaignConfig
 from kernelarc.errors import ConfigError, TrackingError
-from kernelarc.schema import Attempt, EvalStatus, Verdict
+from kernelarc.schema import Attempt, EvalStatus, Verdict, utc_now
 from kernelarc.tracking.attempts_log import ATTEMPTS_FILE, read_attempts
 
 if TYPE_CHECKING:
+    from kernelarc.campaign.coordinator import Coordinator
     from kernelarc.campaign.loop import CampaignState
+
+logger = logging.getLogger(__name__)
 
 CONFIG_FILE = "config.yaml"
 """The resolved config a campaign writes into its run dir (what a resume runs with)."""
@@ -91,3 +98,70 @@ def restore_state(state: "CampaignState", attempts: Sequence[Attempt]) -> None:
         state.guard_evaluations += attempt.guard.extra_evaluations if attempt.guard else 0
         state.drafts += int(attempt.proposal.draft)
     state.reserved = len(state.attempts)
+
+
+def check_resume_dir(cfg: CampaignConfig, run_dir: Path) -> None:
+    """`run_dir` must be the campaign run dir `cfg.resume` names.
+
+    Raises:
+        ConfigError: it is not a run dir, or not the one `cfg.resume` names.
+    """
+    assert cfg.resume is not None
+    check_resumable(run_dir, config=False)
+    if Path(cfg.resume).resolve() != run_dir.resolve():
+        msg = (
+            f"resume={cfg.resume} but the campaign would write to {run_dir}; a resumed campaign "
+            "writes into the run dir it resumes (the CLI sets hydra.run.dir to it)"
+        )
+        raise ConfigError(msg)
+
+
+def time_used_before(run_dir: Path) -> float:
+    """The wall time a campaign being resumed had used (campaign.json; 0 when unreadable)."""
+    try:
+        return read_campaign_record(run_dir).time_used_s
+    except ConfigError:
+        return 0.0
+
+
+def resume_into(
+    run_dir: Path,
+    fresh: CampaignRecord,
+    state: "CampaignState",
+    coordinator: "Coordinator",
+    team: Sequence[Agent],
+) -> tuple[CampaignRecord, int]:
+    """Take a killed campaign's run dir back into a fresh state, coordinator and team; the
+    campaign.json to write (recorded start, one more resume time) and the attempts restored."""
+    attempts = recorded_attempts(run_dir)
+    restore_state(state, attempts)
+    coordinator.restore(attempts)
+    if coordinator.board is not None:
+        state.conclusions = len(coordinator.board.conclusions())
+        state.retracted = sum(c.retracted for c in coordinator.board.conclusions())
+    for agent in team:
+        if isinstance(agent, ResumableAgent):
+            agent.restore([a for a in attempts if a.proposal.agent == agent.name])
+    logger.info(
+        "resuming %s: %d of %d candidates done, best %s",
+        run_dir,
+        len(attempts),
+        state.budget,
+        f"{state.best_speedup:.3f}x" if state.best_speedup else "none",
+    )
+    return _resumed_record(run_dir, fresh), len(attempts)
+
+
+def _resumed_record(run_dir: Path, fresh: CampaignRecord) -> CampaignRecord:
+    """campaign.json of a resumed campaign: the recorded start, one more resume time."""
+    try:
+        recorded = read_campaign_record(run_dir)
+    except ConfigError as exc:
+        logger.warning("resume: %s; writing a new campaign.json", exc)
+        return fresh.model_copy(update={"resumed_at": [utc_now()]})
+    return fresh.model_copy(
+        update={
+            "started_at": recorded.started_at,
+            "resumed_at": [*recorded.resumed_at, utc_now()],
+        }
+    )

@@ -57,6 +57,17 @@ class CampaignRecord(RecordModel):
     """Best geometric-mean speedup."""
     abort_reason: str = ""
     """Why the campaign stopped early, if it did."""
+    stop_reason: str = ""
+    """Why it stopped: `candidates` (budget.candidates spent), `time_budget` (budget.time_s
+    reached), `agents_done` (no agent had anything new), `aborted` (see abort_reason); "" while
+    running or after a kill."""
+    time_budget_s: float | None = None
+    """budget.time_s of the campaign (None: no time budget)."""
+    time_used_s: float = 0.0
+    """Wall time used so far, every session of a resumed campaign included (updated after each
+    attempt and at the end): what a resume subtracts from time_budget_s."""
+    deadline_at: str | None = None
+    """ISO UTC time (milliseconds) of this session's deadline (None: no time budget)."""
     coordination: CoordinationSettings | None = None
     """The coordination switches in force (None: records older than the switches)."""
     team: list[TeamMember] = Field(default_factory=list)

@@ -8,6 +8,7 @@ and cost come from the LLM exchanges recorded on each proposal (zero for offline
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kernelarc.guard.verdict import measurement_accepted
 from kernelarc.schema import Attempt, EvalStatus
 
 
@@ -26,7 +27,8 @@ class AgentStats:
     passed: int
     """Of those, PASSED."""
     best_speedup: float | None
-    """Best speedup of its passing attempts."""
+    """Best speedup of its attempts whose measurement the guard accepted (a CHALLENGER's
+    unreproduced number never shows here)."""
     drafts: int
     """Drafted proposals."""
     tokens: int
@@ -51,7 +53,8 @@ def team_stats(
 
 def _stats(name: str, strategy: str, attempts: Sequence[Attempt]) -> AgentStats:
     own = [a for a in attempts if a.proposal.agent == name]
-    speedups = [a.speedup for a in own if a.status == EvalStatus.PASSED and a.speedup is not None]
+    passed = [a for a in own if a.status == EvalStatus.PASSED]
+    speedups = [a.speedup for a in passed if a.speedup is not None and measurement_accepted(a)]
     exchanges = [x for a in own for x in a.proposal.llm]
     models = sorted({a.proposal.model for a in own if a.proposal.model})
     return AgentStats(
@@ -59,7 +62,7 @@ def _stats(name: str, strategy: str, attempts: Sequence[Attempt]) -> AgentStats:
         strategy=strategy,
         model=", ".join(models),
         attempts=len(own),
-        passed=len(speedups),
+        passed=len(passed),
         best_speedup=max(speedups) if speedups else None,
         drafts=sum(1 for a in own if a.proposal.draft),
         tokens=sum(x.prompt_tokens + x.completion_tokens for x in exchanges),

@@ -5,6 +5,9 @@ board has observed (`evidence_problems`); `ConclusionBoard.observe` feeds every 
 `rerun_discredits` and `lost_gain`, which read the guard's re-runs of the incumbent recorded on
 that attempt. Pure functions of recorded Attempts.
 
+Performance evidence must be a measurement the guard accepted (`guard.verdict.
+measurement_accepted`): not a CHALLENGER the re-timing did not reproduce, nor a rejected attempt.
+
 Retraction triggers (docs/coordination.md):
 1. the guard re-ran a cited proposal (as the incumbent a challenger is re-timed against) and the
    re-run did not pass: wrong on a re-run, a crash, or REWARD_HACK from the runner's hack checks;
@@ -19,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from statistics import median
 
+from kernelarc.guard.verdict import measurement_accepted
 from kernelarc.schema import Attempt
 from kernelarc.schema.coordination import Evidence
 
@@ -120,6 +124,11 @@ def _value_problems(item: Evidence, attempt: Attempt) -> list[str]:
         return []
     if attempt.status in UNTRUSTED:
         return [f"its status is {attempt.status}: its numbers are not evidence"]
+    if not measurement_accepted(attempt):
+        return [
+            f"the guard did not accept its measurement (verdict {attempt.verdict}): its numbers "
+            "are not evidence"
+        ]
     recorded = recorded_value(attempt, item.metric)
     if recorded is None:
         return [f"no {item.metric} was recorded (status {attempt.status})"]

@@ -59,7 +59,9 @@ from docker.types import DeviceRequest, Ulimit
 
 from kernelarc.errors import SandboxError
 from kernelarc.execution.attach_stream import AttachStream, pump_until
+from kernelarc.execution.memory_need import GIB
 from kernelarc.execution.owned_dirs import host_owner, make_owned_dir, sweep_stale
+from kernelarc.execution.request_limits import memory_limits, runner_request
 from kernelarc.execution.result_file import (
     new_result_key,
     read_signed_result,
@@ -159,6 +161,8 @@ class _Slot:
     image_id: str = ""
     baseline_pids: frozenset[str] = frozenset()
     """Pids (the container's own) of its init and `sleep infinity`, listed at its start."""
+    memory_bytes: int | None = None
+    """The container's memory limit now (raised for a problem that needs more)."""
     spare: _Runner | None = None
     last_user: str | None = None
     """The user of the runner exec'd last (the next one alternates)."""
@@ -220,6 +224,7 @@ def _remove_container(container: Any) -> None:
 def _drop_container(slot: _Slot) -> None:
     container, pool_dir, spare = slot.container, slot.pool_dir, slot.spare
     slot.container, slot.pool_dir, slot.baseline_pids = None, None, frozenset()
+    slot.memory_bytes = None
     slot.spare = None
     if spare is not None:
         spare.close()
@@ -278,6 +283,7 @@ class DockerSandbox:
         self.image = image
         self.gpu = gpu
         self.memory_limit_gb = memory_limit_gb
+        self._engine_memory: int | None = None
         self.pids_limit = pids_limit
         self.cpus = cpus
         self.network = network
@@ -427,6 +433,7 @@ class DockerSandbox:
         notes: list[str] = []
         with slot.lock:
             self._ensure_container(slot, request.problem_dir, notes)
+            self._fit_memory(slot, request, notes)
             assert slot.pool_dir is not None
             runner = self._take_spare(slot, request.device)
             if runner is None:
@@ -438,14 +445,14 @@ class DockerSandbox:
                 self._start_spare(slot, request.device, self._other_user(runner.user), beside=True)
             workdir = slot.pool_dir / runner.name
             try:
-                self._write_request(workdir, request)
+                self._write_request(workdir, runner_request(request, timeout_s))
                 key = new_result_key()
                 run = self._run(slot, runner, timeout_s, key)
                 signed = read_signed_result(workdir / "result.json", key)
             finally:
                 runner.close()
                 shutil.rmtree(workdir, ignore_errors=True)
-            raw, problem = signed.traces, signed.problem
+            raw, problem, report = signed.traces, signed.problem, signed.report
             traces = traces_after_run(
                 request,
                 raw,
@@ -456,6 +463,7 @@ class DockerSandbox:
                 kill_note="the container was replaced",
                 log_tail=run.log_tail,
                 notes=[],
+                skipped=report.skipped,
             )
             image_id = slot.image_id
             reason = self._replace_reason(slot, run, problem, traces)
@@ -478,7 +486,40 @@ class DockerSandbox:
             sandbox="docker",
             sandbox_notes=notes,
             sandbox_image=image_id,
+            build=report.build,
+            stage_s=report.stage_s,
         )
+
+    def _fit_memory(self, slot: _Slot, request: EvalRequest, notes: list[str]) -> None:
+        """Raise the container's memory limit to what the request's judge and worker hold
+        together beyond `memory_limit_gb` (memory_need.py), at most the engine host's memory.
+
+        Raises:
+            SandboxError: the reference alone needs more than the engine host has, or the
+                engine refused the new limit.
+        """
+        if self.memory_limit_gb is None or slot.memory_bytes is None:
+            return
+        if self._engine_memory is None:
+            with contextlib.suppress(*_DOCKER_ERRORS, KeyError, TypeError, ValueError):
+                self._engine_memory = int(self._client.info()["MemTotal"])
+        base = int(self.memory_limit_gb * GIB)
+        ceiling = max(self._engine_memory, base) if self._engine_memory else None
+        wanted = memory_limits(
+            request, base, ceiling, "the Docker engine host's memory"
+        ).container_bytes
+        if wanted <= slot.memory_bytes:
+            return
+        try:
+            slot.container.update(mem_limit=wanted, memswap_limit=wanted)
+        except _DOCKER_ERRORS as exc:
+            msg = f"cannot raise container {slot.container.short_id}'s memory limit: {exc}"
+            raise SandboxError(msg) from exc
+        notes.append(
+            f"container memory limit raised from {slot.memory_bytes / GIB:.3g} to "
+            f"{wanted / GIB:.3g} GiB for the problem's data"
+        )
+        slot.memory_bytes = wanted
 
     def _take_spare(self, slot: _Slot, device: str) -> _Runner | None:
         """The slot's spare if it is for `device` and still running (else it is dropped)."""
@@ -661,8 +702,9 @@ class DockerSandbox:
             "volumes": volumes,
         }
         if self.memory_limit_gb is not None:
-            limit = f"{int(self.memory_limit_gb * 1024)}m"
+            limit = int(self.memory_limit_gb * 1024) * 1024**2
             options.update(mem_limit=limit, memswap_limit=limit)
+            slot.memory_bytes = limit
         if self.cpus is not None:
             options["nano_cpus"] = int(self.cpus * 1e9)
         if slot.key.startswith("cuda:"):

@@ -37,6 +37,11 @@ evaluation (on cpu too: nothing of this sandbox is being timed yet).
 
 Temp dirs are named for the host process (`owned_dirs.py`); creating a sandbox removes those
 a host killed with SIGKILL left in the temp root (never a live host's).
+
+With `build_cache` (a directory; campaigns use `~/.cache/kernelarc/builds`) C++ solutions
+already built on this host are not compiled again, and a candidate's JIT-compiled kernels
+(torch.compile, Triton) are kept for its later evaluations (`host_caches.py`; `build_cache.py`
+and `jit_cache.py` have the checks and the threat model).
 """
 
 import functools
@@ -55,6 +60,8 @@ from typing import Literal
 
 from kernelarc.errors import SandboxError
 from kernelarc.execution import jail
+from kernelarc.execution.host_caches import HostCaches
+from kernelarc.execution.memory_need import machine_memory_bytes
 from kernelarc.execution.network import probe_isolation
 from kernelarc.execution.owned_dirs import make_owned_dir, sweep_stale
 from kernelarc.execution.process_limits import (
@@ -64,6 +71,7 @@ from kernelarc.execution.process_limits import (
     package_root,
     scrubbed_env,
 )
+from kernelarc.execution.request_limits import memory_limits, runner_request
 from kernelarc.execution.result_file import (
     new_result_key,
     read_signed_result,
@@ -71,7 +79,12 @@ from kernelarc.execution.result_file import (
     traces_after_run,
 )
 from kernelarc.execution.runner_accounts import host_account
-from kernelarc.execution.runner_cache import CACHE_LIMIT_BYTES, IdentityCaches, trim
+from kernelarc.execution.runner_cache import (
+    CACHE_LIMIT_BYTES,
+    IdentityCaches,
+    per_candidate_env,
+    trim,
+)
 from kernelarc.execution.runner_identities import Identity, IdentityPool, Lease
 from kernelarc.execution.runner_process import RunnerProcess, start
 from kernelarc.execution.spare_slot import SpareSlot
@@ -130,6 +143,7 @@ class LocalSandbox:
         *,
         gpu: int = 0,
         memory_limit_gb: float | None = 16.0,
+        max_memory_gb: float | None = None,
         network: bool = False,
         cache_dir: str | Path | None = None,
         cpu_time_limit_s: int | None = None,
@@ -145,24 +159,33 @@ class LocalSandbox:
         warm_spare: bool = True,
         spare_start: SpareStart = "auto",
         cache_limit_bytes: int | None = CACHE_LIMIT_BYTES,
+        build_cache: str | Path | None = None,
     ) -> None:
-        """Options; `memory_limit_gb` applies on CPU only (CUDA maps huge virtual ranges).
+        """Options; the memory limits apply on CPU only (CUDA maps huge virtual ranges): each
+        runner process may map `memory_limit_gb` plus the problem's data times the copies the
+        protocol makes (`memory_need.py`), at most `max_memory_gb` (None: this machine's
+        memory); a problem whose reference alone exceeds that is refused (SandboxError).
+        `memory_limit_gb` None: no address-space limit at all.
 
         `cpu_time_limit_s` None means timeout x cores + 30 s. Each runner identity keeps its
         compile caches (Triton, Inductor, CUDA) in `<cache_dir>/<uid>-<gid>/`, its own, for the
         candidates that follow (`runner_cache.py`); `cache_dir` None: a dir of this sandbox's
         own, removed by `close()`; an identity's dir past `cache_limit_bytes` is emptied.
+        With `build_cache` and no `cache_dir`, Triton and Inductor caches are kept per
+        candidate instead (`jit_cache.py`), in the runner's own dir.
         `jail` runs the runner in `jail.py` where possible, as `user` or `spare_user` (uid,
         gid), alternating per runner. `pid_namespace` False skips the PID namespace on CPU too
         (CUDA never gets one): the set-up GPU hosts use, on any host.
         `warm_spare` keeps one pre-started runner for the next evaluation, started as
-        `spare_start` says (module docstring).
+        `spare_start` says (module docstring). `build_cache` is the directory of the host's
+        C++ build cache (None: every C++ solution is built in its runner).
         """
         if spare_start not in ("auto", "after", "concurrent"):
             msg = f"spare_start must be auto, after or concurrent (got {spare_start!r})"
             raise ValueError(msg)
         self.gpu = gpu
         self.memory_limit_gb = memory_limit_gb
+        self.max_memory_gb = max_memory_gb
         self.network = network
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.cache_limit_bytes = cache_limit_bytes
@@ -178,6 +201,12 @@ class LocalSandbox:
         self.pid_namespace = pid_namespace
         self.warm_spare = warm_spare
         self.spare_start = spare_start
+        # A shared cache_dir is its own mode (candidates of an identity share their JIT caches
+        # there): no JIT entries then. Otherwise Triton and Inductor write into the runner's own
+        # dir (`runner_cache.per_candidate_env`), from where the host keeps them per candidate.
+        self.caches = (
+            HostCaches(build_cache, jit=self.cache_dir is None) if build_cache is not None else None
+        )
         self._identities = IdentityPool(user, spare_user)
         self._spares: SpareSlot[RunnerProcess] = SpareSlot()
         self._preparing: Future[None] | None = None
@@ -211,10 +240,34 @@ class LocalSandbox:
             functools.partial(self._start_spare, device, timeout_s)
         )
 
+    def _ceiling(self) -> tuple[int | None, str]:
+        """The most a runner process may map, and what sets it."""
+        if self.max_memory_gb is not None:
+            return int(self.max_memory_gb * GIB), "the sandbox's max_memory_gb"
+        return machine_memory_bytes(), "this machine's memory"
+
+    def _address_space(self, request: EvalRequest) -> int | None:
+        """The request's address-space limit (CPU, with a memory limit), see memory_need.py.
+
+        Raises:
+            SandboxError: the reference alone does not fit under the ceiling.
+        """
+        if request.device != "cpu" or self.memory_limit_gb is None:
+            return None
+        ceiling, name = self._ceiling()
+        base = int(self.memory_limit_gb * GIB)
+        if ceiling is not None:
+            ceiling = max(ceiling, base)
+        return memory_limits(request, base, ceiling, name).per_process_bytes
+
     def _limits(self, device: str, timeout_s: float) -> ResourceLimits:
+        # A runner starts with the ceiling (a spare does not know its request yet) and lowers
+        # it to its request's `address_space_bytes` before it starts any worker.
         address_space = None
         if device == "cpu" and self.memory_limit_gb is not None:
-            address_space = int(self.memory_limit_gb * GIB)
+            ceiling, _ = self._ceiling()
+            base = int(self.memory_limit_gb * GIB)
+            address_space = max(ceiling, base) if ceiling is not None else None
         cpu = self.cpu_time_limit_s
         if cpu is None:
             cpu = int(timeout_s * (os.cpu_count() or 1)) + 30
@@ -231,34 +284,36 @@ class LocalSandbox:
         failures become statuses, never exceptions.
 
         Raises:
-            SandboxError: the runner cannot be started.
+            SandboxError: the runner cannot be started, or the problem's reference alone needs
+                more memory than the sandbox may use (nothing runs then).
         """
         if not Path(self.python).is_file():
             msg = f"sandbox python {self.python!r} does not exist"
             raise SandboxError(msg)
+        address_space = self._address_space(request)
         started = time.monotonic()
-        preparing = self._preparing
-        if preparing is not None:  # a fork, and the cold start would queue behind it anyway
-            _wait_quietly(preparing)
-        runner = self._spares.take((request.device, timeout_s))
-        warm = runner is not None
-        if runner is None:
-            runner = self._start_runner(request.device, timeout_s)
-        notes = list(runner.notes)  # for EvalResult.sandbox_notes
-        if warm:
-            ahead = max(0.0, started - runner.started)  # < 0: a prepare still forking
-            notes.append(f"{WARM_SPARE_NOTE} (started {ahead:.1f} s before the request)")
+        runner, notes = self._take_runner(request.device, timeout_s, started)
+        cached = self.caches.prepare(request, self.python) if self.caches else None
+        if cached is not None:
+            request = cached.request
+            notes += cached.notes
         next_spare: Future[None] | None = None
         try:
+            if cached is not None and self.caches is not None:
+                owner = runner.lease.identity if runner.jailed and runner.lease else None
+                notes += self.caches.stage_into(cached, runner.workdir, owner)
             if self.warm_spare and self._spare_at_once(request.device, runner):
                 # Forked on the spawn thread meanwhile: the candidate's clock does not wait.
                 next_spare = submit_to_spawn_thread(
                     functools.partial(self._start_spare, request.device, timeout_s)
                 )
             key = new_result_key()
-            runner.go(request.model_dump_json(), key)
+            runner.go(runner_request(request, timeout_s, address_space).model_dump_json(), key)
             run = runner.finish(timeout_s)
             signed = read_signed_result(runner.workdir / "result.json", key)
+            report = signed.report
+            if cached is not None and self.caches is not None:  # the runner is dead
+                notes += self.caches.collect(cached, runner.workdir, report)
         finally:
             runner.discard()
             self._trim_cache(runner)
@@ -281,6 +336,7 @@ class LocalSandbox:
             kill_note="the process group was killed",
             log_tail=run.log_tail,
             notes=runner.trace_notes,
+            skipped=report.skipped,
         )
         wall_s = time.monotonic() - started
         if self.warm_spare:
@@ -291,7 +347,28 @@ class LocalSandbox:
             wall_s=wall_s,
             sandbox="local",
             sandbox_notes=notes,
+            build=report.build,
+            stage_s=report.stage_s,
+            jit_cache_hit=cached is not None and cached.jit_hit,
         )
+
+    def _take_runner(
+        self, device: str, timeout_s: float, started: float
+    ) -> tuple[RunnerProcess, list[str]]:
+        """The spare when it fits, else a runner started now; and the notes for
+        EvalResult.sandbox_notes."""
+        preparing = self._preparing
+        if preparing is not None:  # a fork, and the cold start would queue behind it anyway
+            _wait_quietly(preparing)
+        runner = self._spares.take((device, timeout_s))
+        if runner is None:
+            runner = self._start_runner(device, timeout_s)
+            return runner, list(runner.notes)
+        ahead = max(0.0, started - runner.started)  # < 0: a prepare still forking
+        return runner, [
+            *runner.notes,
+            f"{WARM_SPARE_NOTE} (started {ahead:.1f} s before the request)",
+        ]
 
     def _spare_at_once(self, device: str, runner: RunnerProcess) -> bool:
         """Whether the next spare may start beside this runner's candidate: the rule says so
@@ -431,6 +508,8 @@ class LocalSandbox:
                 account=account,
                 extra=self.extra_env,
             )
+            if self.caches is not None and self.caches.jit is not None:
+                env.update(per_candidate_env(workdir))  # the candidate's own, staged per request
             command = [*prefix, *runner_command]
             if jailed:
                 self._hand_over(workdir, lease.identity)  # mkdtemp: mode 0700

@@ -6,7 +6,10 @@ stdin (see `kernelarc.runner.result_key`); a file written by candidate code does
 counts as no result. The runner's traces are trusted only for their evaluation: definition,
 workload and solution are re-taken from the request (so a trace cannot claim a looser
 tolerance). Workloads without a usable trace get a synthesized TIMEOUT or RUNTIME_ERROR trace
-carrying the reason.
+carrying the reason, except those the judge lists as `skipped` (a correctness screen stopped at
+an earlier failure): they get a trace without evaluation, the format's "not evaluated". The
+payload's other keys (`stage_s`, `build`, `skipped`, `jit_cache`) become `RunReport`
+(`read_signed_result`); `setup_error` is the judge's own set-up failure (`setup_failure`).
 """
 
 import hashlib
@@ -18,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from kernelarc.execution.jail import SETUP_FAILED
 from kernelarc.schema import (
@@ -29,6 +32,7 @@ from kernelarc.schema import (
     Trace,
     utc_now,
 )
+from kernelarc.schema.build import BuildInfo, JitSnapshot
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +57,15 @@ def sign_payload(text: str, key: bytes) -> str:
     return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
+class RunReport(BaseModel):
+    """What a signed result says besides the traces (`kernelarc.runner.run_facts`)."""
+
+    stage_s: dict[str, float] = Field(default_factory=dict)
+    build: BuildInfo | None = None
+    skipped: list[int] = Field(default_factory=list)
+    jit_cache: JitSnapshot | None = None
+
+
 @dataclass(frozen=True)
 class SignedResult:
     """What a result file holds once its signature verified (or why nothing is usable)."""
@@ -64,38 +77,52 @@ class SignedResult:
     setup_error: str | None = None
     """The judge's own report that it could not set itself up before any candidate code ran
     (`kernelarc.runner`: its identity or environment is broken): an infrastructure failure."""
+    report: RunReport = field(default_factory=RunReport)
+    """Stage times, build facts, skipped workloads, JIT caches (empty when unusable)."""
 
 
 def read_signed_result(path: Path, key: bytes) -> SignedResult:
     """The signed result file's contents, or why it is unusable."""
-    try:
-        envelope = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return SignedResult(problem="the runner wrote no result file")
-    except (OSError, ValueError) as exc:
-        return SignedResult(problem=f"the result file is unreadable: {exc}")
-    if not isinstance(envelope, dict):
-        return SignedResult(problem="the result file is not a signed result")
-    text, digest = envelope.get("payload"), envelope.get("hmac")
-    if not isinstance(text, str) or not isinstance(digest, str):
-        return SignedResult(problem="the result file is not a signed result")
-    if not hmac.compare_digest(sign_payload(text, key), digest):
-        why = "the result file's signature does not verify (not written by the judge)"
+    data, why = _read_payload(path, key)
+    if data is None:
         return SignedResult(problem=why)
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        return SignedResult(problem=f"the result file is unreadable: {exc}")
-    if not isinstance(data, dict) or not isinstance(data.get("traces"), list):
-        return SignedResult(problem="the result file has no `traces` list")
     setup = data.get("setup_error")
-    return SignedResult(data["traces"], None, setup if isinstance(setup, str) else None)
+    rest = {k: v for k, v in data.items() if k not in ("traces", "setup_error")}
+    try:
+        report = RunReport.model_validate(rest)
+    except ValidationError as exc:  # signed by the judge: a bug, not an attack
+        logger.warning("the runner's report does not validate: %s", exc)
+        report = RunReport()
+    return SignedResult(data["traces"], None, setup if isinstance(setup, str) else None, report)
 
 
 def read_raw_traces(path: Path, key: bytes) -> tuple[list[Any], str | None]:
     """The `traces` list of a signed result file, or ([], why) when missing, forged or bad."""
     result = read_signed_result(path, key)
     return result.traces, result.problem
+
+
+def _read_payload(path: Path, key: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        envelope = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, "the runner wrote no result file"
+    except (OSError, ValueError) as exc:
+        return None, f"the result file is unreadable: {exc}"
+    if not isinstance(envelope, dict):
+        return None, "the result file is not a signed result"
+    text, digest = envelope.get("payload"), envelope.get("hmac")
+    if not isinstance(text, str) or not isinstance(digest, str):
+        return None, "the result file is not a signed result"
+    if not hmac.compare_digest(sign_payload(text, key), digest):
+        return None, "the result file's signature does not verify (not written by the judge)"
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        return None, f"the result file is unreadable: {exc}"
+    if not isinstance(data, dict) or not isinstance(data.get("traces"), list):
+        return None, "the result file has no `traces` list"
+    return data, None
 
 
 #: Exit codes only the sandbox's own machinery gives a runner that wrote no result: the
@@ -124,6 +151,8 @@ def setup_failure(result: SignedResult, exit_code: int | None, *, jailed: bool) 
 
 
 def _evaluation_of(raw: Any, uuid: str) -> Evaluation | None:
+    if raw is None:  # not done (yet): the runner lists every workload in request order
+        return None
     try:
         trace = Trace.model_validate(raw)
     except ValidationError as exc:
@@ -141,8 +170,10 @@ def assemble_traces(
     missing_status: EvalStatus,
     missing_log: str,
     notes: list[str],
+    skipped: list[int] | None = None,
 ) -> list[Trace]:
-    """One trace per requested workload, in order; notes are appended to every log."""
+    """One trace per requested workload, in order; notes are appended to every log. Workloads
+    in `skipped` (and without a trace) get a trace without evaluation."""
     evaluations = [
         _evaluation_of(raw_traces[i], w.uuid) if i < len(raw_traces) else None
         for i, w in enumerate(request.workloads)
@@ -151,8 +182,12 @@ def assemble_traces(
     environment = known or Environment(hardware="unknown")
     note_text = "".join(f"\n[sandbox] {n}" for n in notes)
     traces: list[Trace] = []
-    for workload, evaluation in zip(request.workloads, evaluations, strict=True):
-        if evaluation is None:
+    not_evaluated = set(skipped or ())
+    for index, workload in enumerate(request.workloads):
+        evaluation = evaluations[index]
+        if evaluation is None and index in not_evaluated:
+            pass  # left unevaluated on purpose: the format's trace without evaluation
+        elif evaluation is None:
             evaluation = Evaluation(
                 status=missing_status,
                 environment=environment,
@@ -185,6 +220,7 @@ def traces_after_run(
     kill_note: str,
     log_tail: str,
     notes: list[str],
+    skipped: list[int] | None = None,
 ) -> list[Trace]:
     """Traces for a finished runner: its signed results, and a TIMEOUT or RUNTIME_ERROR trace
     (saying why, with the runner's log tail) for every workload it did not finish.
@@ -205,4 +241,5 @@ def traces_after_run(
         missing_status=status,
         missing_log=f"{why}\n--- runner log tail ---\n{log_tail}",
         notes=notes,
+        skipped=skipped,
     )

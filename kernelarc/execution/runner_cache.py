@@ -9,6 +9,10 @@ does not compile it again); the other identity's dir is closed to it, so a candi
 writes where the spare started beside it reads. What a hostile candidate can do with its
 identity's cache, and why that is acceptable, is in docs/architecture.md ("Compile caches").
 
+With per-candidate JIT caches (a sandbox with a build cache and no shared `cache_dir`, as
+campaigns run), Triton's and Inductor's caches are the runner's own instead
+(`per_candidate_env`): the identity's dir then keeps only the CUDA and XDG caches.
+
 A dir that grew past `limit_bytes` is emptied once no runner of its identity is alive (a
 candidate that fills it only costs the next ones a recompile). Without a root given, the
 sandbox makes its own (`kernelarc_cache_<host>_*`, removed by `close()`, swept like the eval
@@ -37,9 +41,21 @@ CACHE_VARIABLES = {
 }
 
 
+#: The JIT caches a sandbox that keeps them per candidate (`jit_cache.py`) points into the
+#: runner's own dir instead: what a candidate compiles there is hashed by the judge and handed
+#: back only to that candidate, never to the next candidate of the identity.
+JIT_VARIABLES = ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
+
+
 def cache_env(folder: Path | str) -> dict[str, str]:
     """The cache variables of a runner whose identity's cache is `folder`."""
     return {name: f"{folder}/{sub}" for name, sub in CACHE_VARIABLES.items()}
+
+
+def per_candidate_env(workdir: Path | str) -> dict[str, str]:
+    """The JIT cache variables of a runner whose JIT caches are the candidate's own:
+    `<workdir>/cache/triton` and `<workdir>/cache/inductor` (where `jit_cache.py` stages them)."""
+    return {name: f"{workdir}/cache/{CACHE_VARIABLES[name]}" for name in JIT_VARIABLES}
 
 
 def identity_folder(root: Path, uid: int, gid: int) -> Path:

@@ -34,9 +34,15 @@ class Executor(Protocol):
         ...
 
     def evaluate(
-        self, request: EvalRequest, *, timeout_s: float, kind: EvalKind = "timed"
+        self,
+        request: EvalRequest,
+        *,
+        timeout_s: float,
+        kind: EvalKind = "timed",
+        stage: str = "guard",
     ) -> EvalResult:
-        """Run one request in a slot of the `kind` pool; raises SandboxError (infrastructure)."""
+        """Run one request in a slot of the `kind` pool, accounted under `stage` (the loop's
+        only direct calls are the guard's); raises SandboxError (infrastructure)."""
         ...
 
     def evaluate_candidate(self, request: EvalRequest, *, timeout_s: float) -> EvalResult:
@@ -50,8 +56,11 @@ class Executor(Protocol):
         without waiting for them (`Sandbox.prepare`)."""
         ...
 
-    def throughput(self, *, wall_s: float, candidates: int) -> ThroughputReport:
-        """The campaign's throughput so far (`candidates` = attempts recorded)."""
+    def throughput(
+        self, *, wall_s: float, candidates: int, propose_s: float = 0.0
+    ) -> ThroughputReport:
+        """The campaign's throughput so far (`candidates` = attempts recorded, `propose_s` =
+        the agents' time in `propose`)."""
         ...
 
     def close(self) -> None:

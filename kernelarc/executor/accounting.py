@@ -1,9 +1,21 @@
-"""Throughput accounting shared by the executors: per-evaluation timings in, a report out."""
+"""Throughput accounting shared by the executors: per-evaluation timings in, a report out.
+
+Each evaluation is recorded with its pool, its stage (`screen`: a correctness screen; `timing`:
+a candidate's timed evaluation; `guard`: the guard's re-timing and confirmation runs), its queue
+wait and slot time, and the seconds per stage its runner's judge measured (`EvalResult.stage_s`:
+C++ build, worker start, inputs, correctness, timing, reference timing). The report sums them
+per stage, so a campaign shows where its time went (`ThroughputReport.stages`).
+"""
 
 import threading
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
+from kernelarc.schema import EvalResult
 from kernelarc.schema.throughput import ThroughputReport
+
+#: Stage labels of executor evaluations.
+EVAL_STAGES = ("screen", "timing", "guard")
 
 
 @dataclass(frozen=True)
@@ -22,6 +34,38 @@ class EvalTiming:
     """Infrastructure retries (a dead actor or node)."""
     failed: bool = False
     """It ended in a SandboxError."""
+    stage: str = ""
+    """`screen`, `timing` or `guard` ("": not labelled)."""
+    runner_stage_s: Mapping[str, float] = field(default_factory=dict)
+    """Seconds per stage inside the runner (EvalResult.stage_s)."""
+    build_cached: bool | None = None
+    """C++ only: whether the build came from the host's build cache (None: nothing built)."""
+    jit_cache_hit: bool = False
+    """The runner started with the candidate's JIT caches from the host's cache."""
+
+
+def eval_timing(
+    pool: str,
+    stage: str,
+    *,
+    queue_wait_s: float,
+    slot_s: float,
+    result: EvalResult | None,
+    retries: int = 0,
+) -> EvalTiming:
+    """The timing of one evaluation that ended with `result` (None: a SandboxError)."""
+    return EvalTiming(
+        pool=pool,
+        queue_wait_s=queue_wait_s,
+        slot_s=slot_s,
+        sandbox_s=result.wall_s if result is not None else 0.0,
+        retries=retries,
+        failed=result is None,
+        stage=stage,
+        runner_stage_s=dict(result.stage_s) if result is not None else {},
+        build_cached=result.build.cached if result is not None and result.build else None,
+        jit_cache_hit=result is not None and result.jit_cache_hit,
+    )
 
 
 class ThroughputMeter:
@@ -47,8 +91,9 @@ class ThroughputMeter:
         with self._lock:
             self._screened_out += 1
 
-    def report(self, *, wall_s: float, candidates: int) -> ThroughputReport:
-        """The report for `candidates` attempts over `wall_s` seconds."""
+    def report(self, *, wall_s: float, candidates: int, propose_s: float = 0.0) -> ThroughputReport:
+        """The report for `candidates` attempts over `wall_s` seconds (`propose_s`: the agents'
+        time in `propose`, measured by the campaign loop)."""
         with self._lock:
             timings = list(self._timings)
             screened_out = self._screened_out
@@ -57,6 +102,7 @@ class ThroughputMeter:
         minutes = wall_s / 60.0
         per_min = candidates / minutes if minutes > 0 else 0.0
         done = [t for t in timings if not t.failed]
+        built = [t for t in timings if t.build_cached is not None]
         return ThroughputReport(
             executor=self.executor,
             device=self.device,
@@ -78,7 +124,29 @@ class ThroughputMeter:
             dispatch_overhead_s_mean=_mean([max(0.0, t.slot_s - t.sandbox_s) for t in done]),
             infra_retries=sum(t.retries for t in timings),
             infra_failures=sum(1 for t in timings if t.failed),
+            builds=sum(1 for t in built if not t.build_cached),
+            build_cache_hits=sum(1 for t in built if t.build_cached),
+            jit_cache_hits=sum(1 for t in timings if t.jit_cache_hit),
+            stages=_stages(timings, propose_s),
         )
+
+
+def _stages(timings: list[EvalTiming], propose_s: float) -> dict[str, float]:
+    """Seconds per stage over the campaign: slot time and queue wait per evaluation stage,
+    the runners' own stages (`runner_<name>`), and what the sandbox spent outside them."""
+    stages: dict[str, float] = {"propose": propose_s}
+    for name in EVAL_STAGES:
+        mine = [t for t in timings if t.stage == name]
+        stages[name] = sum(t.slot_s for t in mine)
+        stages[f"{name}_queue_wait"] = sum(t.queue_wait_s for t in mine)
+    inside = 0.0
+    for timing in timings:
+        for name, seconds in timing.runner_stage_s.items():
+            stages[f"runner_{name}"] = stages.get(f"runner_{name}", 0.0) + seconds
+            inside += seconds
+    # Process start (or the wait for a warm spare), imports, result handling, the jail.
+    stages["sandbox_other"] = max(0.0, sum(t.sandbox_s for t in timings) - inside)
+    return {name: round(seconds, 3) for name, seconds in stages.items()}
 
 
 def _mean(values: list[float]) -> float:

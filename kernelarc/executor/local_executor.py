@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from kernelarc.config import ExecutorConfig, SandboxConfig
 from kernelarc.execution import Sandbox, make_sandbox
-from kernelarc.executor.accounting import EvalTiming
+from kernelarc.executor.accounting import eval_timing
 from kernelarc.executor.pooled import Pool, PooledExecutor
 from kernelarc.executor.slot_plan import plan_slots, visible_gpus
 from kernelarc.schema import EvalRequest, EvalResult
@@ -65,7 +65,7 @@ class LocalExecutor(PooledExecutor):
             self.screens,
         )
 
-    def _run(self, pool: Pool, request: EvalRequest, timeout_s: float) -> EvalResult:
+    def _run(self, pool: Pool, request: EvalRequest, timeout_s: float, stage: str) -> EvalResult:
         slots = self._pools[pool]
         submitted = time.monotonic()
         slot = slots.get()
@@ -77,12 +77,12 @@ class LocalExecutor(PooledExecutor):
         finally:
             slots.put(slot)
             self.meter.record(
-                EvalTiming(
-                    pool=pool,
+                eval_timing(
+                    pool,
+                    stage,
                     queue_wait_s=started - submitted,
                     slot_s=time.monotonic() - started,
-                    sandbox_s=result.wall_s if result is not None else 0.0,
-                    failed=result is None,
+                    result=result,
                 )
             )
 

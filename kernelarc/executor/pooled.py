@@ -3,34 +3,30 @@ a new candidate, and throughput accounting. Subclasses only run a request in a s
 
 The screen is the codebase's "correctness-only work": the candidate's full correctness check
 (same inputs, same rounds, same workloads as its timed evaluation) with timing cut to a single
-iteration and no reference timing, run in the correctness pool. A candidate that fails it is
-recorded with the screen's traces and never queues for a timed slot; one that passes is then
-evaluated in the timed pool exactly as without a screen. Docs: docs/architecture.md.
+iteration and no reference timing, run in the correctness pool, smallest workload first and
+stopping at the first failure (`screen_plan.py`). A candidate that fails it is recorded with the
+screen's traces and never queues for a timed slot; one that passes is then timed in the timed
+pool, comparing only the last correctness round again (the screen compared every round on the
+same inputs). A C++ candidate is built by its screen, so with the host's build cache its timed
+evaluation finds it built. Docs: docs/architecture.md.
 """
 
 from abc import ABC, abstractmethod
 
 from kernelarc.executor import EvalKind
 from kernelarc.executor.accounting import ThroughputMeter
-from kernelarc.schema import EvalRequest, EvalResult, EvalStatus, TimingConfig
+from kernelarc.executor.screen_plan import (
+    SCREEN_NOTE,
+    merge_screen_correctness,
+    screening_request,
+    timed_after_screen,
+)
+from kernelarc.schema import EvalRequest, EvalResult, EvalStatus
 from kernelarc.schema.throughput import ThroughputReport
 
-SCREEN_NOTE = (
-    "correctness screen failed: these traces are the screen's (timing cut to one iteration); "
-    "the candidate was not timed"
-)
+__all__ = ["SCREEN_NOTE", "Pool", "PooledExecutor", "passed", "screening_request"]
 
 Pool = str  # "timed" | "correctness"
-
-
-def screening_request(request: EvalRequest) -> EvalRequest:
-    """The correctness screen of `request`: everything the same but timing (one iteration, no
-    warm-up, no L2 flush, no reference timing), so its verdict on correctness is the same."""
-    return request.model_copy(
-        update={
-            "timing": TimingConfig(warmup=0, iterations=1, flush_l2=False, time_reference=False)
-        }
-    )
 
 
 def passed(result: EvalResult) -> bool:
@@ -57,34 +53,44 @@ class PooledExecutor(ABC):
         return self._device
 
     def evaluate(
-        self, request: EvalRequest, *, timeout_s: float, kind: EvalKind = "timed"
+        self,
+        request: EvalRequest,
+        *,
+        timeout_s: float,
+        kind: EvalKind = "timed",
+        stage: str = "guard",
     ) -> EvalResult:
         """Run in the `kind` pool (correctness work uses the timed pool when there is no
-        correctness pool); raises SandboxError."""
+        correctness pool), accounted under `stage`; raises SandboxError."""
         pool = "correctness" if kind == "correctness" and self.meter.correctness_slots else "timed"
-        return self._run(pool, request, timeout_s)
+        return self._run(pool, request, timeout_s, stage)
 
     def evaluate_candidate(self, request: EvalRequest, *, timeout_s: float) -> EvalResult:
         """Screen (when there is a correctness pool and screening is on), then time."""
-        if self.screens:
-            screen = self._run("correctness", screening_request(request), timeout_s)
-            if not passed(screen):
-                self.meter.count_screened_out()
-                notes = [*screen.sandbox_notes, SCREEN_NOTE]
-                return screen.model_copy(update={"sandbox_notes": notes})
-        return self._run("timed", request, timeout_s)
+        if not self.screens:
+            return self._run("timed", request, timeout_s, "timing")
+        screen = self._run("correctness", screening_request(request), timeout_s, "screen")
+        if not passed(screen):
+            self.meter.count_screened_out()
+            notes = [*screen.sandbox_notes, SCREEN_NOTE]
+            return screen.model_copy(update={"sandbox_notes": notes})
+        timed = self._run("timed", timed_after_screen(request), timeout_s, "timing")
+        return merge_screen_correctness(timed, screen)
 
     @abstractmethod
     def prepare(self, *, timeout_s: float, problem_dir: str | None) -> None:
         """Prepare every slot's sandbox for evaluations on `device` (`Sandbox.prepare`)."""
 
-    def throughput(self, *, wall_s: float, candidates: int) -> ThroughputReport:
-        """The campaign's throughput so far."""
-        return self.meter.report(wall_s=wall_s, candidates=candidates)
+    def throughput(
+        self, *, wall_s: float, candidates: int, propose_s: float = 0.0
+    ) -> ThroughputReport:
+        """The campaign's throughput so far (`propose_s`: the agents' time in `propose`)."""
+        return self.meter.report(wall_s=wall_s, candidates=candidates, propose_s=propose_s)
 
     @abstractmethod
-    def _run(self, pool: Pool, request: EvalRequest, timeout_s: float) -> EvalResult:
-        """Run `request` in a slot of `pool`, recording an EvalTiming; raises SandboxError."""
+    def _run(self, pool: Pool, request: EvalRequest, timeout_s: float, stage: str) -> EvalResult:
+        """Run `request` in a slot of `pool`, recording an EvalTiming under `stage` (`screen`,
+        `timing` or `guard`); raises SandboxError."""
 
     @abstractmethod
     def close(self) -> None:

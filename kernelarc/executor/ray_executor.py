@@ -23,7 +23,7 @@ import ray.exceptions
 from kernelarc.config import ExecutorConfig, SandboxConfig
 from kernelarc.errors import ConfigError, KernelarcError, SandboxError
 from kernelarc.execution import make_sandbox
-from kernelarc.executor.accounting import EvalTiming
+from kernelarc.executor.accounting import eval_timing
 from kernelarc.executor.pooled import Pool, PooledExecutor
 from kernelarc.executor.slot_plan import plan_actors
 from kernelarc.schema import EvalRequest, EvalResult
@@ -264,7 +264,7 @@ class RayExecutor(PooledExecutor):
         """(pid, node, gpu) of each live actor of `pool` (for logs and diagnostics)."""
         return [(a.pid, a.node, a.gpu) for a in self._pools[pool].members]
 
-    def _run(self, pool: Pool, request: EvalRequest, timeout_s: float) -> EvalResult:
+    def _run(self, pool: Pool, request: EvalRequest, timeout_s: float, stage: str) -> EvalResult:
         actors = self._pools[pool]
         payload = request.model_dump_json()
         submitted = time.monotonic()
@@ -307,13 +307,13 @@ class RayExecutor(PooledExecutor):
         finally:
             actors.release(actor)
             self.meter.record(
-                EvalTiming(
-                    pool=pool,
+                eval_timing(
+                    pool,
+                    stage,
                     queue_wait_s=started - submitted,
                     slot_s=time.monotonic() - started,
-                    sandbox_s=result.wall_s if result is not None else 0.0,
+                    result=result,
                     retries=retries,
-                    failed=result is None,
                 )
             )
 

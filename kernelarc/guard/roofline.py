@@ -15,24 +15,8 @@ import re
 from dataclasses import dataclass
 
 from kernelarc.schema import Definition, DType, TensorSpec, Workload
+from kernelarc.schema.definition import DTYPE_BYTES
 from kernelarc.schema.guard_record import RooflineBound
-
-#: Bytes per element; the fp4 formats count half a byte (a lower bound for either packing).
-DTYPE_BYTES: dict[DType, float] = {
-    DType.FLOAT64: 8,
-    DType.FLOAT32: 4,
-    DType.FLOAT16: 2,
-    DType.BFLOAT16: 2,
-    DType.FLOAT8_E4M3FN: 1,
-    DType.FLOAT8_E5M2: 1,
-    DType.FLOAT4_E2M1: 0.5,
-    DType.FLOAT4_E2M1FN_X2: 0.5,
-    DType.INT64: 8,
-    DType.INT32: 4,
-    DType.INT16: 2,
-    DType.INT8: 1,
-    DType.BOOL: 1,
-}
 
 #: Matmul rate multiplier over the 16-bit rate when the narrowest float input is this narrow.
 _RATE_MULTIPLIER: dict[DType, float] = {

@@ -29,7 +29,7 @@ from typing import Literal
 
 from kernelarc.guard.bootstrap import decide_samples
 from kernelarc.guard.roofline import below_speed_of_light
-from kernelarc.schema import EvalStatus, Verdict
+from kernelarc.schema import Attempt, EvalStatus, Verdict
 from kernelarc.schema.guard_record import GuardRecord, RooflineBound
 
 AttemptStatus = EvalStatus | Literal["INFRA_ERROR", "REJECTED_STATIC", "REJECTED_GUARD"]
@@ -48,6 +48,24 @@ class Judgement:
     """NEW_BEST accepted by the guard (re-timed if there was an incumbent, and confirmed)."""
     reason: str
     """One line."""
+
+
+#: Verdicts whose measurement stands: the incumbent's (re-timed and confirmed with the guard on)
+#: and a passing attempt's that was not faster (never challenged, so never contradicted).
+_STANDING = frozenset({Verdict.NEW_BEST, Verdict.CORRECT})
+
+
+def measurement_accepted(attempt: Attempt) -> bool:
+    """Whether the attempt's speedup and latency may be cited as results: PASSED with verdict
+    NEW_BEST (confirmed, when the guard recorded that it confirms) or CORRECT. A CHALLENGER's
+    single measurement was not reproduced by the guard's re-timing, and REJECTED_* attempts
+    were rejected: their numbers must not reach conclusions, per-agent bests, credit or the
+    best-so-far (issue 17: a rejected compile candidate's "+16251%" was published)."""
+    if attempt.status != EvalStatus.PASSED or attempt.verdict not in _STANDING:
+        return False
+    guard = attempt.guard
+    confirms = guard is not None and guard.settings.enabled and guard.settings.confirm
+    return not (attempt.verdict == Verdict.NEW_BEST and confirms and not attempt.confirmed)
 
 
 def is_challenger(speedup: float | None, incumbent_speedup: float | None) -> bool:

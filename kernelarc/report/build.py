@@ -49,7 +49,7 @@ class ReportOptions:
     """Keys that define the arms; (): the differing overrides (see report.arms)."""
     confidence: float = 0.95
     """Confidence level of the intervals."""
-    ci: str = "t"
+    ci: str = "bootstrap"
     """Interval method: `t` or `bootstrap`."""
     title: str = "KernelArc ablation report"
     """Page title."""
@@ -157,7 +157,9 @@ def _notes(campaigns: Sequence[CampaignData], keys: list[str], budget: int) -> l
 
 
 def _method(ci: str) -> str:
-    return "Student t intervals" if ci == "t" else "percentile bootstrap intervals"
+    if ci == "t":
+        return "Student t intervals, cut to each quantity's range"
+    return "percentile bootstrap intervals"
 
 
 def _interval(interval: Interval) -> dict[str, float | int | None]:

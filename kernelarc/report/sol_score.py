@@ -1,20 +1,21 @@
-"""SOL score of a campaign's PASSED attempts, with the reference as T_b.
+"""SOL score of a campaign's PASSED attempts: the one definition (`guard.score.score_attempt`)
+with the bounds looked up.
 
 Place in the flow: `kernelarc campaign` and `kernelarc sync` hand a `SolScorer` to the MLflow
-tracker (metric `eval/sol_score`), and `kernelarc report` scores incumbents with it. T_SOL comes
-from the guard's recorded roofline bound, else from the problem files (leaderboard.inputs). T_b
-is the reference latency: a live metric cannot wait for the campaign's torch.compile baseline,
-which the exporter's scores.csv prefers, so the two may differ for the same attempt.
+tracker (metric `eval/sol_score`), and `kernelarc report` scores incumbents with it; the
+exporter calls the same `score_attempt` with the same bounds (`leaderboard.inputs.sol_bounds`:
+the guard's recorded roofline bound, else one from the problem files), so an attempt has one
+SOL score in MLflow, in the report and in scores.csv.
 """
 
 import logging
 from pathlib import Path
 
 from kernelarc.errors import KernelarcError
+from kernelarc.guard.score import score_attempt
 from kernelarc.problems.files import Problem, load_problem
 from kernelarc.schema import Attempt, EvalStatus
 from leaderboard.inputs import PROBLEM_SUBDIR, sol_bounds
-from leaderboard.score import score_attempt
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +44,7 @@ class SolScorer:
         if bounds is None:
             return None
         try:
-            return score_attempt(attempt, None, bounds, source).sol_score
+            return score_attempt(attempt, bounds, source).sol_score
         except ValueError:
             return None
 

@@ -10,8 +10,11 @@ Place in the flow: `report.build` turns each campaign into a `RunResult` and gro
 - candidates to target: the smallest k <= B whose best-so-far reaches the target;
 - credit: each NEW_BEST within B adds its speedup minus the previous incumbent's (0 for the
   first) to its agent and its strategy, so an arm's credits add up to its final best speedup;
-- interval: mean +- t((1+c)/2, n-1) * s / sqrt(n) (`t`), or the percentile bootstrap of the
-  mean (`bootstrap`: 10,000 resamples, seed 0); undefined (NaN) below two runs.
+- interval: the percentile bootstrap of the mean (`bootstrap`, the default: 10,000 resamples,
+  seed 0), which stays inside the values' range, or mean +- t((1+c)/2, n-1) * s / sqrt(n)
+  (`t`) cut to the quantity's range: a speedup or a candidate count is never below 0, a SOL
+  score lies in [0, 1] (issue 17: `5.66 [-61.6, 72.9]` was printed); undefined (NaN) below
+  two runs.
 """
 
 import math
@@ -23,8 +26,12 @@ import numpy as np
 from kernelarc.report.inputs import CampaignData
 from kernelarc.schema import Verdict
 
-CI_METHODS = ("t", "bootstrap")
-"""Interval methods `mean_interval` knows."""
+CI_METHODS = ("bootstrap", "t")
+"""Interval methods `mean_interval` knows (the first is the default)."""
+NON_NEGATIVE = (0.0, math.inf)
+"""The range of a speedup, a latency or a count."""
+UNIT = (0.0, 1.0)
+"""The range of a SOL score."""
 BOOTSTRAP_RESAMPLES = 10_000
 """Resamples of the bootstrap interval."""
 DEFAULT_TARGET_FRACTION = 0.9
@@ -172,7 +179,7 @@ def summarize_arms(
     results: Sequence[RunResult],
     targets: Mapping[str, float],
     confidence: float = 0.95,
-    method: str = "t",
+    method: str = "bootstrap",
 ) -> list[ArmStats]:
     """ArmStats per (problem, arm), problems sorted, arms in order of first appearance."""
     groups: dict[tuple[str, str], list[RunResult]] = {}
@@ -182,8 +189,14 @@ def summarize_arms(
     return [_arm(p, a, groups[(p, a)], targets[p], confidence, method) for p, a in order]
 
 
-def mean_interval(values: Sequence[float], confidence: float, method: str = "t") -> Interval:
-    """Mean and confidence interval of `values` (see the module docstring).
+def mean_interval(
+    values: Sequence[float],
+    confidence: float,
+    method: str = "bootstrap",
+    bounds: tuple[float, float] = NON_NEGATIVE,
+) -> Interval:
+    """Mean and confidence interval of `values`, within `bounds` (the quantity's range; see the
+    module docstring).
 
     Raises:
         ValueError: unknown method, or confidence outside (0, 1).
@@ -206,7 +219,8 @@ def mean_interval(values: Sequence[float], confidence: float, method: str = "t")
 
         half = float(stats.t.ppf((1 + confidence) / 2, n - 1)) * float(data.std(ddof=1))
         half /= math.sqrt(n)
-        return Interval(mean, mean - half, mean + half, n)
+        low, high = bounds
+        return Interval(mean, max(low, mean - half), min(high, mean + half), n)
     rng = np.random.default_rng(0)
     means = data[rng.integers(0, n, size=(BOOTSTRAP_RESAMPLES, n))].mean(axis=1)
     tail = (1 - confidence) / 2 * 100
@@ -231,7 +245,7 @@ def _arm(
         runs=tuple(runs),
         target=target,
         final_best=mean_interval([r.final_best for r in runs], confidence, method),
-        final_sol=mean_interval(sols, confidence, method),
+        final_sol=mean_interval(sols, confidence, method, UNIT),
         to_target=mean_interval([float(k) for k in needed], confidence, method),
         reached=len(needed),
         credit_agents=_mean_credit(runs, "agent"),

@@ -11,14 +11,17 @@ This process is the judge; candidate code runs only in worker processes it forks
 `evaluate.py`). Order matters here:
 1. fd 1 is pointed at stderr before anything else, so nothing printed can look like runner
    output, and the process makes itself non-dumpable (`result_key`).
-2. TRITON_INTERPRET is set on CPU before torch/triton load (triton reads it at import): from
-   the request (cold form) or from --device (a spare; a request for another device is refused
-   with RUNTIME_ERROR traces, which the host never sends).
+2. TRITON_INTERPRET (and no precompiled header for Inductor, `_cpu_environment`) is set on CPU
+   before torch/triton load (triton reads it at import): from the request (cold form) or from
+   --device (a spare; a request for another device is refused with RUNTIME_ERROR traces, which
+   the host never sends).
 3. The evaluation modules (torch) load and the worker zygote is forked; only then is the result
    key read from stdin, so no worker ever has it in memory (a spare reads its `go` line one byte
    at a time, so the key line behind it stays in the pipe until then).
 4. After each workload RESULT.json is rewritten atomically and signed with the key, so a crash or
-   a kill later still leaves the traces done so far, and a file a worker writes is rejected.
+   a kill later still leaves the traces done so far, and a file a worker writes is rejected. It
+   holds the traces in request order (null for a workload not done yet), the stage times, the
+   C++ build step and the workloads a screen left unevaluated (`run_facts.py`).
 Any exception escaping the evaluation becomes RUNTIME_ERROR traces for the unfinished workloads.
 A runner whose own set-up failed before any candidate code existed (its user has no name, its
 dirs cannot be written: `self_check.py`; the zygote cannot start; a request for another device)
@@ -39,6 +42,7 @@ os.dup2(2, 1)
 from kernelarc.runner.go_line import BadGoLine, lead_own_group, start_deadline, wait_for_go  # noqa: E402
 from kernelarc.runner.outcome import UNKNOWN_ENVIRONMENT, Outcome, make_trace  # noqa: E402
 from kernelarc.runner.result_key import read_result_key, set_dumpable, signed_result  # noqa: E402
+from kernelarc.runner.run_facts import RunFacts  # noqa: E402
 from kernelarc.runner.self_check import setup_problems  # noqa: E402
 from kernelarc.schema import EvalRequest, EvalStatus, Trace  # noqa: E402
 
@@ -48,9 +52,20 @@ logger = logging.getLogger("kernelarc.runner")
 
 
 def _write_result(
-    path: Path, traces: list[Trace], key: bytes, setup_error: str | None = None
+    path: Path,
+    request: EvalRequest,
+    traces: dict[int, Trace],
+    facts: RunFacts,
+    key: bytes,
+    setup_error: str | None = None,
 ) -> None:
-    payload: dict[str, Any] = {"traces": [t.model_dump(mode="json") for t in traces]}
+    """The signed result: traces in request order (null where none yet), the run's facts, and
+    the judge's own set-up failure if any."""
+    listed = [traces.get(i) for i in range(len(request.workloads))]
+    payload: dict[str, Any] = {
+        "traces": [t.model_dump(mode="json") if t is not None else None for t in listed],
+        **facts.payload(),
+    }
     if setup_error is not None:
         payload["setup_error"] = setup_error
     tmp = path.with_name(path.name + ".tmp")
@@ -58,17 +73,21 @@ def _write_result(
     tmp.replace(path)
 
 
-def _crash_traces(request: EvalRequest, traces: list[Trace], log: str) -> None:
+def _crash_traces(
+    request: EvalRequest, traces: dict[int, Trace], skipped: list[int], log: str
+) -> None:
     logger.error("%s", log)
     crash = Outcome(EvalStatus.RUNTIME_ERROR, log)
-    for workload in request.workloads[len(traces) :]:
-        traces.append(make_trace(request, workload, UNKNOWN_ENVIRONMENT, crash))
+    for index, workload in enumerate(request.workloads):
+        if index not in traces and index not in skipped:
+            traces[index] = make_trace(request, workload, UNKNOWN_ENVIRONMENT, crash)
 
 
 def _run(request: EvalRequest, root: Path, result_path: Path, refused: str | None) -> None:
     """Evaluate; `refused` (a set-up failure) writes crash traces without evaluating anything
     and names the failure in the result."""
-    traces: list[Trace] = []
+    traces: dict[int, Trace] = {}
+    facts = RunFacts()
     zygote: Any = None
     setup_error = refused
     crash_log = f"sandbox set-up failed: {refused}" if refused else ""
@@ -76,7 +95,9 @@ def _run(request: EvalRequest, root: Path, result_path: Path, refused: str | Non
     try:
         if refused is None:
             from kernelarc.runner.evaluate import evaluate_request, start_zygote  # torch
+            from kernelarc.runner.memory_limit import apply_address_space
 
+            apply_address_space(request)  # before any worker exists: they inherit it
             zygote = start_zygote(request, root)
     except Exception:
         crash_log = "runner failed to start:\n" + traceback.format_exc()
@@ -84,17 +105,17 @@ def _run(request: EvalRequest, root: Path, result_path: Path, refused: str | Non
     key = read_result_key()  # step 3: after the fork
     try:
         if zygote is not None:
-            for trace in evaluate_request(request, root, zygote):
-                traces.append(trace)
-                _write_result(result_path, traces, key)
+            for index, trace in evaluate_request(request, root, zygote, facts):
+                traces[index] = trace
+                _write_result(result_path, request, traces, facts, key)
     except Exception:
         crash_log = "runner crashed:\n" + traceback.format_exc()
     finally:
         if zygote is not None:
             zygote.close()
-    if len(traces) < len(request.workloads):
-        _crash_traces(request, traces, crash_log)
-    _write_result(result_path, traces, key, setup_error)
+    if len(traces) + len(facts.skipped) < len(request.workloads):
+        _crash_traces(request, traces, facts.skipped, crash_log)
+    _write_result(result_path, request, traces, facts, key, setup_error)
 
 
 _USAGE = "usage: python -P -m kernelarc.runner [--device cpu|cuda] REQUEST.json RESULT.json"
@@ -110,13 +131,37 @@ def _parse(argv: list[str]) -> tuple[str | None, list[str]] | None:
     return (device, argv) if len(argv) == 2 else None
 
 
-def _preload() -> None:
+def _cpu_environment() -> None:
+    """Set before torch/triton load on CPU: Triton's interpreter (triton reads the variable at
+    import), and no precompiled torch header for Inductor's C++ kernels. Inductor builds that
+    header (~150 MB, tens of seconds) in every new process before it loads any C++ kernel, even
+    one found in its cache, and keeps it outside its cache dir; without it a kernel compiles
+    with the full headers, the same code. A candidate whose kernels come from the host's JIT
+    cache (`jit_warmup.py`) then loads them at once instead of rebuilding that header."""
+    os.environ["TRITON_INTERPRET"] = "1"
+    os.environ.setdefault("TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS", "0")
+
+
+def _preload(device: str) -> None:
     """A spare's import of the evaluation modules (torch) before `go`; an error is left for
-    `_run` to import again and report in the traces."""
+    `_run` to import again and report in the traces. On `cpu` also torch.compile's modules
+    (dynamo, inductor; on the development CPU ~10-17 s, more than torch itself): the worker
+    zygote is forked from this process after `go`, so a candidate that uses torch.compile does
+    not import them on its clock; they start no thread or process at import. Not on `cuda`
+    until checked there: the zygote must be forked before anything initialises CUDA, and it is
+    not verified that importing them never asks the driver for its devices."""
     try:
         import kernelarc.runner.evaluate  # noqa: F401
     except Exception:
         logger.warning("preloading the evaluation modules failed:\n%s", traceback.format_exc())
+        return
+    if device != "cpu":
+        return
+    try:
+        import torch._dynamo
+        import torch._inductor.compile_fx  # noqa: F401
+    except Exception:  # a candidate that needs them imports them itself, and fails there
+        logger.warning("preloading torch.compile failed:\n%s", traceback.format_exc())
 
 
 def _wait_for_go() -> int | None:
@@ -149,8 +194,8 @@ def main(argv: list[str]) -> int:
         logger.error("sandbox set-up: %s", problem)
     if device is not None:
         if device == "cpu":
-            os.environ["TRITON_INTERPRET"] = "1"
-        _preload()
+            _cpu_environment()
+        _preload(device)
         code = _wait_for_go()
         if code is not None:
             return code
@@ -163,7 +208,7 @@ def main(argv: list[str]) -> int:
         return 2
     refused = "; ".join(problems) or None
     if device is None and request.device == "cpu":
-        os.environ["TRITON_INTERPRET"] = "1"
+        _cpu_environment()
     if device is not None and request.device != device:
         refused = (
             f"runner started for device {device!r} got a request for {request.device!r}; "

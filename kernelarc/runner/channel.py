@@ -1,9 +1,12 @@
 """The judge <-> worker wire: framed messages of a JSON header and an optional tensor blob.
 
 A frame is `>IQ` (header bytes, blob bytes), the UTF-8 JSON header, then the blob. Values
-(tensors and Python scalars) travel as `torch.save` bytes of compact CPU copies and are read back
-with `torch.load(weights_only=True)`, so a hostile worker cannot make the judge unpickle code;
-the receiver caps header and blob sizes before allocating. Worker replies are validated as
+(tensors and Python scalars) travel as `torch.save` bytes of compact CPU tensors (a view is
+copied first, so its base's other elements never travel) and are read back with
+`torch.load(weights_only=True)`, so a hostile worker cannot make the judge unpickle code; the
+receiver caps header and blob sizes before allocating. A blob is neither copied into `bytes`
+on either side nor wrapped in a copying `io.BytesIO` (a 64 MiB tensor cost three extra copies
+per direction, on every correctness round of a large CPU workload). Worker replies are validated as
 `WorkerReply` (unknown keys, wrong types and NaN are errors): the judge trusts them only for
 verdicts that can hurt the candidate (a failure it reports), never for a pass.
 """
@@ -13,7 +16,7 @@ import json
 import socket
 import struct
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import IO, Any, Literal, cast
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
@@ -24,6 +27,8 @@ _FRAME = struct.Struct(">IQ")
 MAX_HEADER_BYTES = 4 * 1024 * 1024
 
 Value = torch.Tensor | int | float | bool
+Blob = bytes | bytearray | memoryview
+"""A frame's payload as sent or received (any contiguous bytes-like object)."""
 
 
 class ChannelError(Exception):
@@ -65,10 +70,10 @@ class WorkerReply(BaseModel):
     """The worker could not map the inputs the judge shared; send them by copy (run)."""
 
 
-def send_message(sock: socket.socket, header: dict[str, Any], blob: bytes = b"") -> None:
+def send_message(sock: socket.socket, header: dict[str, Any], blob: Blob = b"") -> None:
     """Send one frame (blocking; honours the socket's timeout)."""
     data = json.dumps(header, allow_nan=False).encode("utf-8")
-    sock.sendall(_FRAME.pack(len(data), len(blob)) + data)
+    sock.sendall(_FRAME.pack(len(data), memoryview(blob).nbytes) + data)
     if blob:
         sock.sendall(blob)
 
@@ -78,7 +83,7 @@ def _reject_constant(name: str) -> Any:
     raise ChannelError(msg)
 
 
-def recv_message(sock: socket.socket, *, max_blob: int) -> tuple[dict[str, Any], bytes]:
+def recv_message(sock: socket.socket, *, max_blob: int) -> tuple[dict[str, Any], bytearray]:
     """Receive one frame; ChannelClosed on EOF, ChannelError on a malformed or oversized one."""
     header_len, blob_len = _FRAME.unpack(recv_exact(sock, _FRAME.size))
     if header_len > MAX_HEADER_BYTES:
@@ -95,11 +100,16 @@ def recv_message(sock: socket.socket, *, max_blob: int) -> tuple[dict[str, Any],
     if not isinstance(header, dict):
         msg = "message header is not a JSON object"
         raise ChannelError(msg)
-    return header, recv_exact(sock, blob_len)
+    return header, _recv_into(sock, blob_len)
 
 
 def recv_exact(sock: socket.socket, size: int) -> bytes:
     """Exactly `size` bytes; ChannelClosed when the peer closes first."""
+    return bytes(_recv_into(sock, size))
+
+
+def _recv_into(sock: socket.socket, size: int) -> bytearray:
+    """Exactly `size` bytes, in the buffer they were received into."""
     buffer = bytearray(size)
     view = memoryview(buffer)
     got = 0
@@ -109,27 +119,68 @@ def recv_exact(sock: socket.socket, size: int) -> bytes:
             msg = "the peer closed the connection"
             raise ChannelClosed(msg)
         got += count
-    return bytes(buffer)
+    return buffer
 
 
-def pack_values(values: Sequence[Any]) -> bytes:
-    """`torch.save` bytes of the values; tensors as compact CPU copies (a view's base stays)."""
-    portable = [
-        v.detach().to(device="cpu", copy=True) if isinstance(v, torch.Tensor) else v for v in values
-    ]
+def _compact_cpu(tensor: torch.Tensor) -> torch.Tensor:
+    """The tensor itself when it is a CPU tensor that spans its whole storage from offset 0
+    (torch.save writes the storage: nothing else travels), else a compact CPU copy."""
+    t = tensor.detach()
+    if (
+        t.device.type == "cpu"
+        and t.is_contiguous()
+        and t.storage_offset() == 0
+        and t.untyped_storage().nbytes() == t.numel() * t.element_size()
+    ):
+        return t
+    return t.to(device="cpu", copy=True).contiguous()
+
+
+def pack_values(values: Sequence[Any]) -> memoryview:
+    """`torch.save` bytes of the values; tensors compact and on the CPU (see `_compact_cpu`)."""
+    portable = [_compact_cpu(v) if isinstance(v, torch.Tensor) else v for v in values]
     buffer = io.BytesIO()
     torch.save(portable, buffer)
-    return buffer.getvalue()
+    return buffer.getbuffer()
 
 
-def unpack_values(blob: bytes, device: str) -> list[Value]:
+class _BlobReader(io.RawIOBase):
+    """A read-only, seekable file over a blob, without copying it (io.BytesIO copies)."""
+
+    def __init__(self, blob: Blob) -> None:
+        self._view = memoryview(blob).cast("B")
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: len(self._view)}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def readinto(self, buffer: Any) -> int:
+        chunk = self._view[self._pos : self._pos + len(memoryview(buffer).cast("B"))]
+        memoryview(buffer).cast("B")[: len(chunk)] = chunk
+        self._pos += len(chunk)
+        return len(chunk)
+
+
+def unpack_values(blob: Blob, device: str) -> list[Value]:
     """Values saved by `pack_values`, tensors moved to `device`; ChannelError on anything else.
 
     `weights_only=True` refuses pickled code and tensor subclasses; only plain tensors and
     Python scalars in a list are accepted.
     """
     try:
-        loaded = torch.load(io.BytesIO(blob), map_location="cpu", weights_only=True)
+        reader = cast(IO[bytes], _BlobReader(blob))  # a readable, seekable binary file
+        loaded = torch.load(reader, map_location="cpu", weights_only=True)
     except Exception as exc:  # any unpickling failure means a payload we do not accept
         msg = f"payload rejected by torch.load(weights_only=True): {type(exc).__name__}: {exc}"
         raise ChannelError(msg) from exc

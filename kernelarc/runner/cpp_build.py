@@ -13,9 +13,11 @@ Follows the official packager's rules (design/sol-execbench.md §1.3, §2.2):
   `TORCH_EXTENSION_NAME`, so sources bind with `PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)`.
 
 The build (`torch.utils.cpp_extension.load`, which also imports the result once) runs in a child
-process in its own session with a timeout; on timeout every process of that session is killed,
-ninja's compilers included (ninja puts them in process groups of their own). Every failure is a
-`BuildError` whose text ends with the head and tail of the compiler log.
+process in its own session with a timeout; on timeout, and after a normal exit, every process of
+that session is killed, ninja's compilers included (ninja puts them in process groups of their
+own). Every failure is a `BuildError` whose text ends with the head and tail of the compiler log.
+`plan_build` computes the name and target without building (the judge's build step,
+`build_step.py`, checks a prebuilt copy against it); `run_build` builds.
 
 Timeout: `DEFAULT_BUILD_TIMEOUT_S` = 300 s, more than upstream's `--compile-timeout` of 120 s:
 a cold build of `torch/extension.h` alone takes ~35 s on a CPU host, and CUTLASS templates for
@@ -82,6 +84,22 @@ class BuiltExtension:
 
     name: str
     path: Path
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """Everything a build will do, known before it runs: name, target, the child's request."""
+
+    built: BuiltExtension
+    stamp: Path
+    """Written after a successful build (or a verified prebuilt copy): the build is reused."""
+    request: dict[str, object]
+    """Keyword arguments of `torch.utils.cpp_extension.load` (the child's request JSON)."""
+
+    @property
+    def done(self) -> bool:
+        """The build already succeeded in this build dir."""
+        return self.stamp.is_file() and self.built.path.is_file()
 
 
 def is_cpp_solution(solution: Solution) -> bool:
@@ -186,8 +204,10 @@ def local_cuda_capability() -> Capability | None:
 
 def extension_name(solution: Solution, flags: BuildFlags, include_dirs: Sequence[Path]) -> str:
     """`ka_<12 hex>`: unique per build input (every source's path and content, the flags and
-    include dirs); the entry point is not part of it, so solutions differing only there share
-    a build."""
+    the library include dirs); the entry point is not part of it, so solutions differing only
+    there share a build. `include_dirs` leaves out the sources' own dir, which is first on the
+    include path of every build but lies in each runner's temp dir: the name, and so the host's
+    build cache, must not change with it."""
     digest = hashlib.sha256()
     for source in sorted(solution.sources, key=lambda s: s.path):
         digest.update(source.path.encode() + b"\0" + source.content.encode() + b"\0")
@@ -213,6 +233,23 @@ def build_extension(
 
     `src` holds the written sources (`staging.write_sources`). Raises BuildError.
     """
+    plan = plan_build(solution, src, build_dir, local_capability=local_capability)
+    if not plan.done:
+        run_build(plan, timeout_s)
+    return plan.built
+
+
+def plan_build(
+    solution: Solution,
+    src: Path,
+    build_dir: Path,
+    *,
+    local_capability: Capability | Literal["detect"] | None = "detect",
+) -> BuildPlan:
+    """The build of the solution's extension in `build_dir`, without running it.
+
+    Raises BuildError when there is nothing to build or it cannot be built here.
+    """
     import torch
 
     if not is_cpp_solution(solution):
@@ -235,15 +272,13 @@ def build_extension(
         capability,
         torch_cuda=torch_cuda,
     )
-    include_dirs = [src.resolve(), *cutlass_include_dirs()]
-    name = extension_name(solution, flags, include_dirs)
+    library_dirs = cutlass_include_dirs()
+    include_dirs = [src.resolve(), *library_dirs]
+    name = extension_name(solution, flags, library_dirs)
     build_dir = build_dir.resolve()
     build_dir.mkdir(parents=True, exist_ok=True)
     built = BuiltExtension(name=name, path=build_dir / f"{name}.so")
-    stamp = build_dir / f"{name}{_STAMP_SUFFIX}"
-    if stamp.is_file() and built.path.is_file():
-        return built
-    request = {
+    request: dict[str, object] = {
         "name": name,
         "sources": [str(src.resolve() / p) for p in sources],
         "extra_cflags": list(flags.cflags),
@@ -252,14 +287,28 @@ def build_extension(
         "extra_include_paths": [str(d) for d in include_dirs],
         "build_directory": str(build_dir),
     }
+    return BuildPlan(built=built, stamp=build_dir / f"{name}{_STAMP_SUFFIX}", request=request)
+
+
+def run_build(plan: BuildPlan, timeout_s: float = DEFAULT_BUILD_TIMEOUT_S) -> None:
+    """Compile and link the plan in a child process (which also imports the result once), then
+    mark the build done. Every process the build left behind is killed before this returns.
+
+    Raises BuildError.
+    """
+    name, build_dir = plan.built.name, plan.built.path.parent
     request_path = build_dir / f"{name}.request.json"
-    request_path.write_text(json.dumps(request, indent=1), encoding="utf-8")
+    request_path.write_text(json.dumps(plan.request, indent=1), encoding="utf-8")
     _run_child(request_path, build_dir / f"{name}.log", build_dir, timeout_s)
-    if not built.path.is_file():
-        msg = f"the build reported success but {built.path.name} is missing"
+    if not plan.built.path.is_file():
+        msg = f"the build reported success but {plan.built.path.name} is missing"
         raise BuildError(msg)
-    stamp.write_text(json.dumps(request), encoding="utf-8")
-    return built
+    mark_done(plan)
+
+
+def mark_done(plan: BuildPlan) -> None:
+    """Write the plan's stamp: later `build_extension` calls reuse `plan.built`."""
+    plan.stamp.write_text(json.dumps(plan.request), encoding="utf-8")
 
 
 def import_extension(built: BuiltExtension) -> ModuleType:
@@ -311,6 +360,9 @@ def _run_child(request_path: Path, log_path: Path, cwd: Path, timeout_s: float) 
             _kill_session(proc.pid)
             proc.wait()
             raise
+    # Also after a normal exit: nothing the build started (a daemon of a static constructor run
+    # by the import check) may outlive it and change the shared object afterwards.
+    _kill_session(proc.pid)
     if code != 0:
         text = clip_log(_read_log(log_path))
         msg = f"build failed (exit status {code})"

@@ -8,10 +8,16 @@ candidate is timed in the worker, and the claimed median is checked against the 
 clock (`hack_checks.implausible_latency`) using a verified "timing probe" call on fresh inputs
 drawn from a forked RNG, so the request's stream stays the official one.
 
-A worker that dies or overruns `workload_timeout_s` fails that workload (RUNTIME_ERROR /
-TIMEOUT); the next workload gets a fresh worker, as it does after any workload that did not
-pass. `evaluate_request` yields one Trace per workload in request order so the entry point can
-sign and write partial results as it goes.
+A worker that dies fails that workload (RUNTIME_ERROR); the next workload gets a fresh worker,
+as it does after any workload that did not pass. A worker that overruns the workload's deadline
+(`hang_deadline.py`: derived from the reference's own time, capped by the request's timeouts)
+is TIMEOUT there, and every later workload is TIMEOUT without starting the candidate again: a
+hung candidate costs one deadline, not one per workload or the sandbox's whole timeout.
+`evaluate_request` yields (request index, Trace) per workload as it finishes, so the entry point
+can sign and write partial results as it goes. C++ is built first (`build_step.py`), then the
+candidate's JIT caches are warmed if the host asks (`jit_warmup.py`); the order, early stop and
+stream positioning of a screen are `stream_order.py`'s; with `checked_rounds="last"` only the
+last round is compared (a screen compared them all). Seconds per stage go to `RunFacts`.
 
 Statuses decided here beyond the official flow: an input the solution changed although the
 reference leaves it unchanged is INCORRECT_NUMERICAL (its observable result differs from the
@@ -23,38 +29,51 @@ import functools
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import torch
 
+from kernelarc.runner.build_step import build_before_workloads
 from kernelarc.runner.channel import ChannelError, WorkerReply, unpack_values
 from kernelarc.runner.correctness import (
     WorstErrors,
-    collect_outputs,
     compare,
     find_lazy_output,
     type_mismatch,
 )
 from kernelarc.runner.cuda_ipc import sharing_supported
 from kernelarc.runner.environment import describe_environment
-from kernelarc.runner.hack_checks import implausible_latency, same_bits, thread_injection
-from kernelarc.runner.inputs import CustomFn, Value, generate_inputs, seed_everything
-from kernelarc.runner.memory_pool import ShiftingInputPool
+from kernelarc.runner.hack_checks import implausible_latency, thread_injection
+from kernelarc.runner.hang_deadline import WorkloadClock
+from kernelarc.runner.inputs import CustomFn, Value
+from kernelarc.runner.jit_warmup import warm_jit_caches
+from kernelarc.runner.judge_state import Fn, Judge, Stop, Tally, stop
+from kernelarc.runner.memory_limit import (
+    allocation_failure,
+    worker_killed_note,
+    worker_out_of_memory,
+)
 from kernelarc.runner.outcome import Outcome, exception_log, make_trace
+from kernelarc.runner.phase_times import PhaseTimes
+from kernelarc.runner.reference_side import (
+    generate,
+    import_allowance_s,
+    run_reference,
+    time_reference,
+)
+from kernelarc.runner.run_facts import RunFacts
 from kernelarc.runner.staging import load_reference
-from kernelarc.runner.timing import measure_latency, timing_method
+from kernelarc.runner.stream_order import StreamCursor, evaluation_order
+from kernelarc.runner.timing import timing_method
 from kernelarc.runner.worker import worker_main
 from kernelarc.runner.worker_client import RunResult, WorkerClient, WorkerDied, WorkerTimedOut
 from kernelarc.runner.zygote import Zygote
 from kernelarc.schema import EvalRequest, EvalStatus, Performance, Trace, Workload
 
 logger = logging.getLogger(__name__)
-
-Fn = Callable[..., Any]
 
 _PROBE_SEED_STEP = 7919
 _PLAIN_TENSOR = "torch.Tensor"
@@ -66,55 +85,11 @@ def start_zygote(request: EvalRequest, root: Path) -> Zygote:
     return Zygote(functools.partial(worker_main, request=request, root=root))
 
 
-class _Stop(Exception):
-    """Ends a workload early with an outcome."""
-
-    def __init__(self, outcome: Outcome) -> None:
-        super().__init__(outcome.status)
-        self.outcome = outcome
-
-
-def _stop(status: EvalStatus, log: str, worst: WorstErrors | None = None) -> _Stop:
-    correctness = worst.result() if worst is not None else None
-    return _Stop(Outcome(status, log, correctness=correctness))
-
-
-@dataclass
-class _Judge:
-    request: EvalRequest
-    reference: Fn
-    custom: CustomFn | None
-    zygote: Zygote
-    worker: WorkerClient | None = None
-    fatal: Outcome | None = None
-    """Set when every later workload must end the same way (import failed, patched at import)."""
-    phase: str = "start"
-    share_cuda: bool = True
-    """Pass CUDA values to workers by IPC; off for the rest of the run after a failure."""
-    sharing_proven: bool = False
-    """A call with shared values completed in this run (a later worker death is the worker's)."""
-    sharing_note: str = ""
-
-    def discard_worker(self) -> str:
-        """Kill and reap the current worker; how it ended."""
-        worker, self.worker = self.worker, None
-        if worker is not None and worker.sharing_note:
-            self.share_cuda, self.sharing_note = False, worker.sharing_note
-        return worker.stop() if worker is not None else "was not running"
-
-
-@dataclass
-class _Tally:
-    """Per-workload judge-side measurements."""
-
-    worst: WorstErrors = field(default_factory=WorstErrors)
-    base_threads: tuple[int, int] | None = None
-    warm: list[tuple[float, float]] = field(default_factory=list)
-    """(observed s, judge transfer s) of verified calls after the first."""
-
-
-def evaluate_request(request: EvalRequest, root: Path, zygote: Zygote) -> Iterator[Trace]:
-    """Evaluate every workload of the request, one trace each, in order."""
+def evaluate_request(
+    request: EvalRequest, root: Path, zygote: Zygote, facts: RunFacts | None = None
+) -> Iterator[tuple[int, Trace]]:
+    """Evaluate the request's workloads in `workload_order`: (request index, trace) each."""
+    facts = facts if facts is not None else RunFacts()
     environment = describe_environment(request.device)
     try:
         module: ModuleType = load_reference(request.definition, root)
@@ -123,53 +98,88 @@ def evaluate_request(request: EvalRequest, root: Path, zygote: Zygote) -> Iterat
         custom: CustomFn | None = getattr(module, entry_name) if entry_name else None
     except Exception:
         failed = Outcome(EvalStatus.INVALID_REFERENCE, exception_log("reference failed to load"))
-        for workload in request.workloads:
-            yield make_trace(request, workload, environment, failed)
-        return
-    seed_everything(request.seed)
-    judge = _Judge(request=request, reference=reference, custom=custom, zygote=zygote)
-    try:
         for index, workload in enumerate(request.workloads):
+            yield index, make_trace(request, workload, environment, failed)
+        return
+    judge = Judge(request=request, reference=reference, custom=custom, zygote=zygote, facts=facts)
+    judge.clock = WorkloadClock.for_request(request, import_allowance_s(request))
+    with facts.stage("build"):
+        facts.build, judge.fatal = build_before_workloads(request, root)
+    if judge.fatal is None:
+        with facts.stage("jit_warm_up"):
+            warm_jit_caches(request, root, zygote, custom, facts, judge.clock.wall_deadline())
+    cursor = StreamCursor(request, functools.partial(generate, judge))
+    order = evaluation_order(request)
+    try:
+        for position, index in enumerate(order):
+            workload = request.workloads[index]
             logger.info("workload %s", workload.uuid)
-            outcome = judge.fatal or _evaluate_guarded(judge, index, workload)
-            if outcome.status != EvalStatus.PASSED:
+            outcome = judge.fatal or _evaluate_in_stream(judge, cursor, index, workload)
+            passed = outcome.status == EvalStatus.PASSED
+            cursor.finished(index, every_round_drawn=passed)
+            if not passed:
                 # A worker that failed is not reused: a poisoned CUDA context (illegal address),
                 # device memory it still holds, or state it broke must not decide the next one.
                 judge.discard_worker()
-            yield make_trace(request, workload, environment, outcome)
+            yield index, make_trace(request, workload, environment, outcome)
+            if not passed and request.stop_at_first_failure and judge.fatal is None:
+                facts.skipped = order[position + 1 :]
+                logger.info("stopping at the first failure: %d workloads left", len(facts.skipped))
+                return
     finally:
         judge.discard_worker()
 
 
-def _evaluate_guarded(judge: _Judge, index: int, workload: Workload) -> Outcome:
+def _evaluate_in_stream(
+    judge: Judge, cursor: StreamCursor, index: int, workload: Workload
+) -> Outcome:
+    """Position the RNG stream at the workload's start, then evaluate it."""
+    try:
+        cursor.move_to(index)
+    except Stop as ended:
+        log = f"drawing the inputs of the workloads before this one: {ended.outcome.log}"
+        return Outcome(ended.outcome.status, log)
+    return _evaluate_guarded(judge, index, workload)
+
+
+def _evaluate_guarded(judge: Judge, index: int, workload: Workload) -> Outcome:
     try:
         return _evaluate_workload(judge, index, workload)
-    except _Stop as stop:
-        return stop.outcome
+    except Stop as ended:
+        return ended.outcome
     except WorkerTimedOut:
         how = judge.discard_worker()
-        limit = judge.request.workload_timeout_s
+        deadline = judge.clock.describe() if judge.clock is not None else "its deadline"
         log = (
-            f"the solution worker overran workload_timeout_s={limit:g} s during {judge.phase} "
-            f"and was killed ({how}); the next workload gets a fresh worker"
+            f"the solution worker overran its deadline on this workload during {judge.phase} "
+            f"and was killed ({how}): {deadline}"
+        )
+        judge.fatal = Outcome(
+            EvalStatus.TIMEOUT,
+            f"not run: the candidate overran its deadline on workload {workload.uuid} "
+            f"({judge.phase}), so no later workload starts it again",
         )
         return Outcome(EvalStatus.TIMEOUT, log)
     except WorkerDied as exc:
         how = judge.discard_worker()
         log = f"the solution worker {how} during {judge.phase} ({exc})"
+        log += worker_killed_note(judge.request, how, judge.oom)
         return Outcome(EvalStatus.RUNTIME_ERROR, log)
 
 
-def _ensure_worker(judge: _Judge) -> WorkerClient:
-    budget = judge.request.workload_timeout_s
+def _ensure_worker(judge: Judge) -> WorkerClient:
+    assert judge.clock is not None
     if judge.worker is not None:
-        judge.worker.budget_s = budget
+        judge.worker.budget = judge.clock.budget
         return judge.worker
     judge.phase = "start (import)"
     share = judge.request.device == "cuda" and judge.share_cuda and sharing_supported()
-    judge.worker = WorkerClient(judge.zygote, share_cuda=share)
-    judge.worker.budget_s = budget
-    ready = judge.worker.wait_ready()
+    judge.clock.worker_started()
+    logger.info("starting a solution worker")
+    with judge.facts.stage("worker_start"):
+        judge.worker = WorkerClient(judge.zygote, share_cuda=share)
+        judge.worker.budget = judge.clock.budget
+        ready = judge.worker.wait_ready()
     if ready.kind == "import_error":
         judge.fatal = Outcome(EvalStatus.RUNTIME_ERROR, f"solution failed to import\n{ready.error}")
     elif ready.kind == "compile_error":
@@ -179,31 +189,44 @@ def _ensure_worker(judge: _Judge) -> WorkerClient:
         judge.fatal = Outcome(EvalStatus.REWARD_HACK, log)
     if judge.fatal is not None:
         judge.discard_worker()
-        raise _Stop(judge.fatal)
+        raise Stop(judge.fatal)
     return judge.worker
 
 
-def _evaluate_workload(judge: _Judge, index: int, workload: Workload) -> Outcome:
+def _evaluate_workload(judge: Judge, index: int, workload: Workload) -> Outcome:
     req = judge.request
-    worker = _ensure_worker(judge)
-    tally = _Tally()
+    assert judge.clock is not None
+    judge.clock.begin_workload()
+    judge.oom.reset()
+    times = judge.times = PhaseTimes()
+    with times.phase("worker start"):
+        worker = _ensure_worker(judge)
+    tally = Tally()
     inputs: list[Value] = []
+    last = req.correctness_rounds - 1
     for round_index in range(req.correctness_rounds):
         judge.phase = f"round {round_index}"
-        inputs = _generate(judge, workload)
-        run = _verified_call(judge, worker, index, workload, inputs, tally)
+        with times.phase("inputs"):
+            inputs = generate(judge, workload)
+        if req.checked_rounds == "last" and round_index < last:
+            continue  # drawn for the stream; a screen compared this round on the same inputs
+        with judge.facts.stage("correctness"):
+            run = _verified_call(judge, worker, index, workload, inputs, tally)
         worker = _ensure_worker(judge)  # a fresh one when IPC failed its first call
         reply = run.reply
         if tally.base_threads is None:
             tally.base_threads = (reply.threads_started, reply.threads_alive)
     judge.phase = "timing"
-    timed = worker.time(req.timing)
+    with times.phase("candidate timing"), judge.facts.stage("timing"):
+        timed = worker.time(req.timing)
     _check_probes(judge, timed, tally)
     if timed.error:
-        raise _stop(EvalStatus.RUNTIME_ERROR, timed.error)
-    reference_latency, notes = _time_reference(judge, inputs)
+        raise stop(EvalStatus.RUNTIME_ERROR, timed.error)
+    with times.phase("reference timing"), judge.facts.stage("reference_timing"):
+        reference_latency, notes = time_reference(judge, inputs)
     judge.phase = "timing probe"
     _probe(judge, worker, index, workload, tally)
+    logger.info("workload %s took %s", workload.uuid, times.summary())
     observed_s, transfer_s = min(tally.warm)
     logger.info(
         "timing check: claimed %.4g ms, verified calls took >= %.4g ms (transfer %.4g ms, %s)",
@@ -214,7 +237,7 @@ def _evaluate_workload(judge: _Judge, index: int, workload: Workload) -> Outcome
     )
     forged = implausible_latency(timed.latency_ms, observed_s, transfer_s)
     if forged is not None:
-        raise _stop(EvalStatus.REWARD_HACK, forged)
+        raise stop(EvalStatus.REWARD_HACK, forged)
     latency = timed.latency_ms
     method = timed.timing_method
     performance = Performance(
@@ -230,16 +253,8 @@ def _evaluate_workload(judge: _Judge, index: int, workload: Workload) -> Outcome
     )
 
 
-def _generate(judge: _Judge, workload: Workload) -> list[Value]:
-    req = judge.request
-    try:
-        return generate_inputs(req.definition, workload, req.device, req.problem_dir, judge.custom)
-    except Exception:
-        raise _stop(EvalStatus.RUNTIME_ERROR, exception_log("input generation failed")) from None
-
-
 def _probe(
-    judge: _Judge, worker: WorkerClient, index: int, workload: Workload, tally: _Tally
+    judge: Judge, worker: WorkerClient, index: int, workload: Workload, tally: Tally
 ) -> None:
     """One more verified call on fresh inputs from a forked RNG (the request's stream stays)."""
     req = judge.request
@@ -250,68 +265,61 @@ def _probe(
         torch.manual_seed(seed)
         random.seed(seed)
         try:
-            inputs = _generate(judge, workload)
-            _verified_call(judge, worker, index, workload, inputs, tally)
+            with judge.times.phase("inputs"):
+                inputs = generate(judge, workload)
+            with judge.facts.stage("correctness"):
+                _verified_call(judge, worker, index, workload, inputs, tally)
         finally:
             random.setstate(python_state)
 
 
-def _run_reference(judge: _Judge, inputs: list[Value]) -> tuple[list[torch.Tensor], set[str]]:
-    """Reference outputs on copies of the inputs, and the inputs the reference changes."""
-    req = judge.request
-    args: list[Any] = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
-    try:
-        outputs = collect_outputs(judge.reference(*args), req.definition, req.device)
-        if req.device == "cuda":
-            torch.cuda.synchronize()
-    except Exception:
-        raise _stop(EvalStatus.INVALID_REFERENCE, exception_log("reference run failed")) from None
-    names = list(req.definition.inputs)
-    changed = {n for n, a, b in zip(names, inputs, args, strict=True) if not same_bits(a, b)}
-    return outputs, changed
-
-
-def _check_probes(judge: _Judge, reply: WorkerReply, tally: _Tally) -> None:
+def _check_probes(judge: Judge, reply: WorkerReply, tally: Tally) -> None:
     if reply.tampered:
         log = f"{judge.phase}: monkey-patched: {', '.join(reply.tampered)}"
-        raise _stop(EvalStatus.REWARD_HACK, log)
+        raise stop(EvalStatus.REWARD_HACK, log)
     if tally.base_threads is not None:
         injected = thread_injection(reply.threads_started, reply.threads_alive, *tally.base_threads)
         if injected is not None:
-            raise _stop(EvalStatus.REWARD_HACK, f"{judge.phase}: {injected}")
+            raise stop(EvalStatus.REWARD_HACK, f"{judge.phase}: {injected}")
 
 
 def _verified_call(
-    judge: _Judge,
+    judge: Judge,
     worker: WorkerClient,
     index: int,
     workload: Workload,
     inputs: list[Value],
-    tally: _Tally,
+    tally: Tally,
 ) -> RunResult:
-    """Reference and candidate on the same inputs; raises _Stop unless the outputs match."""
+    """Reference and candidate on the same inputs; raises Stop unless the outputs match."""
     req = judge.request
-    refs, ref_changed = _run_reference(judge, inputs)
+    times = judge.times
+    with times.phase("reference"):
+        refs, ref_changed = run_reference(judge, inputs)
     max_blob = 4 * sum(r.nbytes for r in refs) + (16 << 20)
-    run = _run_call(judge, worker, index, inputs, max_blob)
+    with times.phase("candidate calls (with transfers)"):
+        run = _run_call(judge, worker, index, inputs, max_blob)
     reply = run.reply
     _check_probes(judge, reply, tally)
     if reply.error:
-        raise _stop(EvalStatus.RUNTIME_ERROR, f"{judge.phase}: {reply.error}")
+        note = f"\n{worker_out_of_memory(req)}" if allocation_failure(reply.error) else ""
+        raise stop(EvalStatus.RUNTIME_ERROR, f"{judge.phase}: {reply.error}{note}")
     names = list(req.definition.outputs)
     for name, kind in zip(names, reply.output_types, strict=False):
         if kind != _PLAIN_TENSOR:
             log = f"lazy or subclass output: output {name!r} is a {kind}, not a plain torch.Tensor"
-            raise _stop(EvalStatus.REWARD_HACK, log)
+            raise stop(EvalStatus.REWARD_HACK, log)
     started = time.thread_time()
-    outputs = _load_outputs(run, req.device, names)
+    with times.phase("outputs received"):
+        outputs = _load_outputs(run, req.device, names)
     if tally.base_threads is not None:
         # Wall time, or the worker's CPU time when smaller (a loaded host delays the worker's
         # wake-ups, not its CPU use): the evidence the work took at least this long.
         observed = run.round_trip_s if run.cpu_s is None else min(run.round_trip_s, run.cpu_s)
         transfer = run.pack_s + run.unpack_s + time.thread_time() - started
         tally.warm.append((observed, transfer))
-    _check_outputs(judge, workload, outputs, refs, tally.worst)
+    with times.phase("comparison"):
+        _check_outputs(judge, workload, outputs, refs, tally.worst)
     changed = [
         n for n in reply.mutated_inputs if n in req.definition.inputs and n not in ref_changed
     ]
@@ -320,12 +328,12 @@ def _verified_call(
             f"{judge.phase}: the solution modified input(s) {changed}, which the reference "
             "leaves unchanged"
         )
-        raise _stop(EvalStatus.INCORRECT_NUMERICAL, log, tally.worst)
+        raise stop(EvalStatus.INCORRECT_NUMERICAL, log, tally.worst)
     return run
 
 
 def _run_call(
-    judge: _Judge, worker: WorkerClient, index: int, inputs: list[Value], max_blob: int
+    judge: Judge, worker: WorkerClient, index: int, inputs: list[Value], max_blob: int
 ) -> RunResult:
     """One call; if the first call with IPC-shared values kills the worker, CUDA IPC is taken to
     be broken on this machine: it is turned off and the call repeated by copy in a fresh worker.
@@ -352,18 +360,18 @@ def _load_outputs(run: RunResult, device: str, names: list[str]) -> list[Value]:
     try:
         outputs = run.values if run.values is not None else unpack_values(run.blob, device)
     except ChannelError as exc:
-        raise _stop(EvalStatus.REWARD_HACK, f"solution worker sent bad outputs: {exc}") from None
+        raise stop(EvalStatus.REWARD_HACK, f"solution worker sent bad outputs: {exc}") from None
     if len(outputs) != len(names) or len(run.reply.output_types) != len(names):
         log = f"solution worker sent {len(outputs)} outputs for {len(names)}"
-        raise _stop(EvalStatus.REWARD_HACK, log)
+        raise stop(EvalStatus.REWARD_HACK, log)
     lazy = find_lazy_output(outputs, names)
     if lazy is not None:
-        raise _stop(EvalStatus.REWARD_HACK, f"lazy or subclass output: {lazy}")
+        raise stop(EvalStatus.REWARD_HACK, f"lazy or subclass output: {lazy}")
     return outputs
 
 
 def _check_outputs(
-    judge: _Judge,
+    judge: Judge,
     workload: Workload,
     outputs: list[Any],
     refs: list[torch.Tensor],
@@ -375,30 +383,9 @@ def _check_outputs(
         if mismatch is not None:
             kind, message = mismatch
             status = EvalStatus.INCORRECT_SHAPE if kind == "shape" else EvalStatus.INCORRECT_DTYPE
-            raise _stop(status, message)
+            raise stop(status, message)
     for name, out, ref in zip(names, outputs, refs, strict=True):
         check = compare(out, ref, workload.tolerance, name)
         worst.add(check)
         if not check.ok:
-            raise _stop(EvalStatus.INCORRECT_NUMERICAL, f"{judge.phase}: {check.reason}", worst)
-
-
-def _time_reference(judge: _Judge, inputs: list[Value]) -> tuple[float, str]:
-    """The reference's median latency on the last round's inputs (0 when it cannot be timed)."""
-    req = judge.request
-    if not req.timing.time_reference:
-        return 0.0, ""
-    try:
-        pool = ShiftingInputPool(inputs, [], req.timing.warmup + req.timing.iterations)
-        measured = measure_latency(
-            judge.reference,
-            pool.next_args,
-            device=req.device,
-            warmup=req.timing.warmup,
-            iterations=req.timing.iterations,
-            flush_l2=req.timing.flush_l2,
-        )
-    except Exception:
-        # As upstream: a reference that cannot be timed gives latency 0, not a failure.
-        return 0.0, exception_log("timing the reference failed; reference_latency_ms = 0")
-    return measured.median_ms, ""
+            raise stop(EvalStatus.INCORRECT_NUMERICAL, f"{judge.phase}: {check.reason}", worst)

@@ -20,12 +20,20 @@ Methods (`Performance.timing_method`):
   the first kernel when the call's host work outlasts the flush (about +4 us on tiny kernels on
   an H200: 5.8 vs 1.3 us), and agree within ~1% on large kernels. A call that launches nothing
   is not detected.
-- "cpu_monotonic": `time.perf_counter` around each call (no L2 flush).
+- "cpu_monotonic": `time.perf_counter` around each call (no L2 flush), made as steady as a
+  shared machine allows: the timed loop runs with one intra-op thread on one core (the last of
+  the process's affinity set), for the reference and the candidate alike, and the previous
+  thread count and affinity come back afterwards. With two free-running threads the same
+  kernel's samples were bimodal (issue 17). `budget_s` stops the loop once the samples add up
+  to that many seconds, after at least `CPU_MIN_SAMPLES`.
 """
 
+import contextlib
+import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +48,8 @@ from kernelarc.runner.cupti_timing import (
 
 ArgFactory = Callable[[], list[Any]]
 SIDE_STREAM_THRESHOLD_S = 20e-6
+#: Fewest timed CPU iterations, whatever `budget_s` says.
+CPU_MIN_SAMPLES = 5
 
 __all__ = [
     "ArgFactory",
@@ -124,17 +134,46 @@ def _events_samples_ms(
     return samples
 
 
+@contextmanager
+def steady_cpu() -> Iterator[None]:
+    """One intra-op thread, and this thread on one core, for the block; restored after."""
+    threads = torch.get_num_threads()
+    try:
+        affinity: set[int] | None = os.sched_getaffinity(0)
+    except (AttributeError, OSError):
+        affinity = None
+    torch.set_num_threads(1)
+    if affinity:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, {max(affinity)})
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+        if affinity:
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(0, affinity)
+
+
 def _cpu_samples_ms(
-    fn: Callable[..., Any], make_args: ArgFactory, warmup: int, iterations: int
+    fn: Callable[..., Any],
+    make_args: ArgFactory,
+    warmup: int,
+    iterations: int,
+    budget_s: float | None = None,
 ) -> list[float]:
-    for _ in range(warmup):
-        fn(*make_args())
-    samples: list[float] = []
-    for _ in range(iterations):
-        args = make_args()
-        start = time.perf_counter()
-        fn(*args)
-        samples.append((time.perf_counter() - start) * 1000.0)
+    with steady_cpu():
+        for _ in range(warmup):
+            fn(*make_args())
+        samples: list[float] = []
+        for _ in range(iterations):
+            args = make_args()
+            start = time.perf_counter()
+            fn(*args)
+            samples.append((time.perf_counter() - start) * 1000.0)
+            spent_s = sum(samples) / 1000.0
+            if budget_s is not None and len(samples) >= CPU_MIN_SAMPLES and spent_s >= budget_s:
+                break
     return samples
 
 
@@ -158,16 +197,19 @@ def measure_latency(
     iterations: int,
     flush_l2: bool = True,
     method: str | None = None,
+    budget_s: float | None = None,
 ) -> LatencySamples:
     """Time `fn(*make_args())`: warm-up, then one sample per timed iteration.
 
-    `make_args` is called once per call (warm-up included), i.e. `warmup + iterations` times.
+    `make_args` is called once per call (warm-up included), at most `warmup + iterations`
+    times (on CPU `budget_s` may end the timed loop earlier; see the module docstring).
     `method` forces "cupti" / "cuda_events" / "cpu_monotonic"; by default the best available.
     Raises TimingError when CUPTI finds the call untimeable (no GPU work, changing kernels).
     """
     chosen = method or timing_method(device)
     if chosen == "cpu_monotonic":
-        return LatencySamples(_cpu_samples_ms(fn, make_args, warmup, iterations), chosen)
+        samples = _cpu_samples_ms(fn, make_args, warmup, iterations, budget_s)
+        return LatencySamples(samples, chosen)
     flush = l2_flush_buffer() if flush_l2 else None
     note = ""
     if chosen == "cupti":

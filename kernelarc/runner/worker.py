@@ -33,7 +33,13 @@ from kernelarc.runner import (
     memory_pool,
     timing,
 )
-from kernelarc.runner.channel import ChannelClosed, WorkerReply, recv_message, send_message
+from kernelarc.runner.channel import (
+    Blob,
+    ChannelClosed,
+    WorkerReply,
+    recv_message,
+    send_message,
+)
 from kernelarc.runner.correctness import OutputFormatError, collect_outputs
 from kernelarc.runner.hack_checks import Guards, ThreadMonitor, ban_cpp_extension, same_bits
 from kernelarc.runner.inputs import allocate_outputs
@@ -91,7 +97,7 @@ def _install(sock: socket.socket, request: EvalRequest) -> _Worker:
     return _Worker(sock=sock, request=request, monitor=monitor, guards=guards)
 
 
-def _reply(worker: _Worker, kind: str, blob: bytes = b"", **fields: Any) -> None:
+def _reply(worker: _Worker, kind: str, blob: Blob = b"", **fields: Any) -> None:
     if "error" in fields:
         fields["error"] = cap_log(str(fields["error"]))
     reply = WorkerReply.model_validate(
@@ -160,7 +166,7 @@ def _call(worker: _Worker, workload: Workload, args: list[Any]) -> list[Any]:
     return outputs
 
 
-def _receive_args(worker: _Worker, blob: bytes, shared: Any) -> list[Any] | None:
+def _receive_args(worker: _Worker, blob: Blob, shared: Any) -> list[Any] | None:
     """The call's inputs: mapped from the judge's IPC descriptors, or unpacked from the blob."""
     if shared is None:
         return channel.unpack_values(blob, worker.request.device)
@@ -186,7 +192,7 @@ def _send_outputs(worker: _Worker, outputs: list[Any], shared_in: bool, **fields
     _reply(worker, "run", channel.pack_values(outputs), **fields)
 
 
-def _handle_run(worker: _Worker, index: int, blob: bytes, shared: Any = None) -> None:
+def _handle_run(worker: _Worker, index: int, blob: Blob, shared: Any = None) -> None:
     req = worker.request
     workload = req.workloads[index]
     args = _receive_args(worker, blob, shared)
@@ -242,6 +248,7 @@ def _handle_time(worker: _Worker, header: dict[str, Any]) -> None:
             warmup=warmup,
             iterations=iterations,
             flush_l2=bool(header["flush_l2"]),
+            budget_s=header.get("budget_s"),
         )
     except BaseException:
         _reply(worker, "time", error=f"timing the solution failed\n{traceback.format_exc()}")

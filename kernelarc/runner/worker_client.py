@@ -1,13 +1,17 @@
 """The judge's handle on one solution worker: requests with a time budget, death detection.
 
-Every exchange runs under the workload's remaining budget (`EvalRequest.workload_timeout_s`,
-None = unbounded; the host's wall-clock timeout still bounds the whole run). A worker that
+Every exchange runs under the workload's remaining `Budget` (`hang_deadline.py`: derived from
+the workload, capped by the request's timeouts; no limit without one). A worker that
 closes its socket, breaks the protocol or overruns the budget raises `WorkerDied` or
 `WorkerTimedOut`; the judge then `stop()`s it (SIGKILL of its process tree + reap, which says
-how it ended) and starts a fresh one for the next workload.
+how it ended) and starts a fresh one for the next workload. `stop()` returns only once every
+process of that tree is gone (reaped by whoever inherited it): a killed fork bomb's processes
+hold the process limit (RLIMIT_NPROC, a container's pids limit) until they are reaped, and the
+next worker's fork must not fail on them.
 """
 
 import contextlib
+import logging
 import os
 import signal
 import time
@@ -20,6 +24,7 @@ import torch
 from pydantic import ValidationError
 
 from kernelarc.runner.channel import (
+    Blob,
     ChannelError,
     WorkerReply,
     pack_values,
@@ -27,8 +32,11 @@ from kernelarc.runner.channel import (
     send_message,
 )
 from kernelarc.runner.cuda_ipc import SharingUnavailable, StagingPool, open_values
-from kernelarc.runner.zygote import Zygote, describe_wait_status
+from kernelarc.runner.hang_deadline import Budget
+from kernelarc.runner.zygote import SpawnFailed, Zygote, describe_wait_status
 from kernelarc.schema import TimingConfig
+
+logger = logging.getLogger(__name__)
 
 
 class WorkerDied(Exception):
@@ -44,7 +52,7 @@ class RunResult:
     """A worker's answer to one `run` request, with the judge's own measurements."""
 
     reply: WorkerReply
-    blob: bytes
+    blob: Blob
     round_trip_s: float
     """Judge-measured wall time from sending the inputs to having the outputs."""
     pack_s: float
@@ -59,6 +67,9 @@ class RunResult:
 
 _REPLY_HEADER_ONLY = 0
 _TREE_PASSES = 50
+#: How long `stop()` waits for the killed tree to be reaped (a subreaper or the namespace's init
+#: does that, usually within milliseconds; a loaded host can take much longer).
+TREE_GONE_WAIT_S = 20.0
 _staging: StagingPool | None = None
 
 
@@ -75,6 +86,28 @@ def _parent_of(pid: int) -> int | None:
         return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
     except (OSError, ValueError, IndexError):
         return None
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks (field 22 of /proc/PID/stat): with the pid, an
+    identity that a reused pid does not share; None when the process is gone (reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def wait_until_reaped(pids: dict[int, str], limit_s: float) -> list[int]:
+    """Wait until none of `pids` (pid -> start time) exists any more, zombies included (a zombie
+    still counts against process limits); the pids still there after `limit_s`."""
+    deadline = time.monotonic() + limit_s
+    delay = 0.001
+    while True:
+        left = [pid for pid, started in pids.items() if _start_time(pid) == started]
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
 
 
 def _descendants(root: int) -> list[int]:
@@ -105,8 +138,12 @@ class WorkerClient:
         self._zygote = zygote
         self.share_cuda = share_cuda
         self.sharing_note = ""
-        self.pid, self._sock = zygote.spawn()
-        self.budget_s: float | None = None
+        try:
+            self.pid, self._sock = zygote.spawn()
+        except SpawnFailed as exc:
+            raise WorkerDied(str(exc)) from exc
+        self.budget = Budget()
+        """The workload's budget; the judge replaces it per workload (a shared object)."""
         self._stopped: str | None = None
         self._sent_at = time.perf_counter()
 
@@ -123,7 +160,7 @@ class WorkerClient:
         """
         started = time.thread_time()  # CPU time: preemption on a loaded host is not counted
         header: dict[str, Any] = {"kind": "run", "workload": workload}
-        blob = b""
+        blob: Blob = b""
         staged: list[Any] = []
         if self.share_cuda:
             try:
@@ -197,6 +234,7 @@ class WorkerClient:
             "warmup": config.warmup,
             "iterations": config.iterations,
             "flush_l2": config.flush_l2,
+            "budget_s": config.budget_s,
         }
         self._send(header, b"")
         reply, _, _ = self._receive(("time",), _REPLY_HEADER_ONLY)
@@ -206,17 +244,27 @@ class WorkerClient:
         """Kill and reap the worker and every process it started; how it ended.
 
         The worker's descendants are stopped (SIGSTOP: none can fork any more) until the set
-        is complete, then all are SIGKILLed: a fork bomb in one workload cannot keep the
+        is complete, then all are SIGKILLed, and this returns once every one of them has been
+        reaped (or `TREE_GONE_WAIT_S` passed): a fork bomb in one workload cannot keep the
         process limit spent for the next. Orphans it made earlier are left to the sandbox.
         """
         if self._stopped is None:
             self._sock.close()
-            for pid in self._tree():
+            tree = {pid: started for pid in self._tree() if (started := _start_time(pid))}
+            for pid in tree:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGKILL)
             self._stopped = describe_wait_status(self._zygote.reap(self.pid))
+            left = wait_until_reaped(tree, TREE_GONE_WAIT_S)
+            if left:
+                logger.warning(
+                    "%d processes of the killed worker %d were not reaped within %.0f s",
+                    len(left),
+                    self.pid,
+                    TREE_GONE_WAIT_S,
+                )
         return self._stopped
 
     def _tree(self) -> set[int]:
@@ -235,17 +283,17 @@ class WorkerClient:
         return stopped
 
     def _timeout(self) -> float | None:
-        if self.budget_s is None:
+        left = self.budget.remaining_s()
+        if left is None:
             return None
-        if self.budget_s <= 0:
+        if left <= 0:
             raise WorkerTimedOut
-        return self.budget_s
+        return left
 
     def _charge(self, seconds: float) -> None:
-        if self.budget_s is not None:
-            self.budget_s -= seconds
+        self.budget.charge(seconds)
 
-    def _send(self, header: dict[str, Any], blob: bytes) -> None:
+    def _send(self, header: dict[str, Any], blob: Blob) -> None:
         self._sock.settimeout(self._timeout())
         started = time.perf_counter()
         self._sent_at = started
@@ -259,7 +307,7 @@ class WorkerClient:
         finally:
             self._charge(time.perf_counter() - started)
 
-    def _receive(self, kinds: tuple[str, ...], max_blob: int) -> tuple[WorkerReply, bytes, float]:
+    def _receive(self, kinds: tuple[str, ...], max_blob: int) -> tuple[WorkerReply, Blob, float]:
         self._sock.settimeout(self._timeout())
         started = time.perf_counter()
         try:

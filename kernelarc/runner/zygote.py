@@ -8,15 +8,21 @@ socket pair per worker (SCM_RIGHTS) and reaps them, reporting their wait status.
 
 Control protocol (one outstanding command at a time): 9-byte commands `>cq` (`s`pawn or
 `r`eap, pid); replies are 8-byte `>q` (the new pid, with the judge's socket end attached, or the
-reaped wait status). Closing the judge's end makes the zygote kill and reap its workers and exit.
+reaped wait status; a spawn that could not fork answers minus the errno, without a socket).
+Closing the judge's end makes the zygote kill and reap its workers and exit.
+
+A fork that fails for a transient reason (EAGAIN: the process limit is still held by processes
+of a killed worker that are not reaped yet; ENOMEM) is retried for up to `FORK_RETRY_S`.
 """
 
 import contextlib
+import errno
 import logging
 import os
 import signal
 import socket
 import struct
+import time
 from collections.abc import Callable
 
 from kernelarc.runner.channel import ChannelClosed, recv_exact
@@ -27,6 +33,13 @@ _COMMAND = struct.Struct(">cq")
 _REPLY = struct.Struct(">q")
 
 WorkerMain = Callable[[socket.socket], None]
+#: How long the zygote retries a fork that fails with EAGAIN or ENOMEM.
+FORK_RETRY_S = 10.0
+_TRANSIENT = (errno.EAGAIN, errno.ENOMEM)
+
+
+class SpawnFailed(Exception):
+    """The zygote could not fork a worker (the message names the errno)."""
 
 
 def describe_wait_status(status: int) -> str:
@@ -64,9 +77,21 @@ class Zygote:
         self._sock = ours
 
     def spawn(self) -> tuple[int, socket.socket]:
-        """A fresh worker: its pid and the judge's end of its socket."""
+        """A fresh worker: its pid and the judge's end of its socket.
+
+        Raises:
+            SpawnFailed: the fork failed (after retries, for a transient errno).
+            ChannelClosed: the zygote is gone or answered something else.
+        """
         self._sock.sendall(_COMMAND.pack(b"s", 0))
         data, fds, _, _ = socket.recv_fds(self._sock, _REPLY.size, 1)
+        if len(data) == _REPLY.size and not fds:
+            (code,) = _REPLY.unpack(data)
+            if code < 0:
+                msg = f"the worker zygote could not fork a worker: {os.strerror(-code)}"
+                if -code == errno.EAGAIN:
+                    msg += " (the process limit stayed spent)"
+                raise SpawnFailed(msg)
         if len(data) != _REPLY.size or len(fds) != 1:
             for fd in fds:
                 os.close(fd)
@@ -99,7 +124,12 @@ def _serve(sock: socket.socket, worker_main: WorkerMain) -> None:
         except ChannelClosed:
             break
         if op == b"s":
-            child = _fork_worker(sock, worker_main)
+            try:
+                child = _fork_worker(sock, worker_main)
+            except OSError as exc:
+                logger.warning("worker zygote: fork failed: %s", exc)
+                sock.sendall(_REPLY.pack(-(exc.errno or errno.EIO)))
+                continue
             children.add(child)
         elif op == b"r":
             _, status = os.waitpid(pid, 0)
@@ -113,9 +143,28 @@ def _serve(sock: socket.socket, worker_main: WorkerMain) -> None:
             pass
 
 
+def _fork(limit_s: float = FORK_RETRY_S) -> int:
+    """os.fork(), retried with backoff while it fails with a transient errno."""
+    deadline = time.monotonic() + limit_s
+    delay = 0.01
+    while True:
+        try:
+            return os.fork()
+        except OSError as exc:
+            if exc.errno not in _TRANSIENT or time.monotonic() >= deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
+
+
 def _fork_worker(sock: socket.socket, worker_main: WorkerMain) -> int:
     judge_end, worker_end = socket.socketpair()
-    child = os.fork()
+    try:
+        child = _fork()
+    except OSError:
+        judge_end.close()
+        worker_end.close()
+        raise
     if child == 0:
         code = 71
         try:

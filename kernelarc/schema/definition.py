@@ -29,6 +29,25 @@ class DType(StrEnum):
     BOOL = "bool"
 
 
+#: Bytes per element; the fp4 formats count half a byte (the packed size; a lower bound for
+#: either packing).
+DTYPE_BYTES: dict[DType, float] = {
+    DType.FLOAT64: 8,
+    DType.FLOAT32: 4,
+    DType.FLOAT16: 2,
+    DType.BFLOAT16: 2,
+    DType.FLOAT8_E4M3FN: 1,
+    DType.FLOAT8_E5M2: 1,
+    DType.FLOAT4_E2M1: 0.5,
+    DType.FLOAT4_E2M1FN_X2: 0.5,
+    DType.INT64: 8,
+    DType.INT32: 4,
+    DType.INT16: 2,
+    DType.INT8: 1,
+    DType.BOOL: 1,
+}
+
+
 class AxisConst(WireModel):
     """An axis with a fixed size."""
 

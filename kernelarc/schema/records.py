@@ -4,9 +4,10 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from kernelarc.schema.base import RecordModel
+from kernelarc.schema.build import BuildInfo, PrebuiltExtension
 from kernelarc.schema.coordination import LLMExchange
 from kernelarc.schema.definition import Definition
 from kernelarc.schema.guard_record import GuardRecord
@@ -33,6 +34,34 @@ class TimingConfig(RecordModel):
     """Zero a 2x-L2 buffer before each CUDA iteration."""
     time_reference: bool = True
     """Also time the reference on the same inputs."""
+    budget_s: float | None = Field(default=None, gt=0)
+    """CPU only: the timed loop stops once its samples add up to this many seconds (after at
+    least `timing.CPU_MIN_SAMPLES`), so large CPU workloads do not take `iterations` slow calls;
+    None: exactly `iterations` (CUDA always)."""
+
+
+class HangPolicy(RecordModel):
+    """When the judge calls a silent candidate hung (docs/architecture.md, "Hung candidates").
+
+    Per workload the candidate may take `allowance_s` (plus the build timeout for the workload
+    that imports a C++ solution) plus `reference_factor` times the reference's own time for the
+    calls it is asked to make there (correctness rounds, the timing probe, warm-up and timed
+    iterations), measured on the workload's first reference run; never more than
+    `EvalRequest.workload_timeout_s`, nor what is left of `EvalRequest.overall_timeout_s`. A
+    workload that overruns it is TIMEOUT, and every later workload of the request is TIMEOUT
+    without running the candidate again.
+    """
+
+    reference_factor: float = Field(default=100.0, gt=0)
+    """Multiple of the reference's own time for the same calls."""
+    allowance_s: float = Field(default=120.0, gt=0)
+    """Fixed seconds per workload: import, JIT compilation and autotuning on first calls."""
+
+    @classmethod
+    def for_device(cls, device: str) -> "HangPolicy":
+        """The default for a device: on the CPU a Triton kernel runs in the interpreter, often
+        hundreds of times slower than the eager reference, so the factor is larger there."""
+        return cls(reference_factor=1000.0) if device != "cuda" else cls()
 
 
 class EvalRequest(RecordModel):
@@ -55,9 +84,44 @@ class EvalRequest(RecordModel):
     problem_dir: str | None = None
     """Read-only problem dir, for safetensors inputs."""
     workload_timeout_s: float | None = Field(default=None, gt=0)
-    """Wall-clock budget of the solution worker per workload (import, rounds, timing); when it
-    runs out that workload is TIMEOUT and the next one gets a fresh worker. None: no per-workload
-    limit (the sandbox's overall timeout still applies)."""
+    """Hard cap on the solution worker's time per workload (import, rounds, timing), over the
+    deadline `hang` derives; None: no cap beyond that deadline."""
+    hang: HangPolicy = Field(default_factory=HangPolicy)
+    """How the per-workload deadline follows the workload (see HangPolicy)."""
+    address_space_bytes: int | None = Field(default=None, gt=0)
+    """CPU: the address-space limit (RLIMIT_AS) of the judge and every worker for this
+    evaluation, which the runner sets before it starts a worker; sandboxes fill it in from the
+    problem's size (execution/memory_need.py). None: the limit the runner was started with."""
+    overall_timeout_s: float | None = Field(default=None, gt=0)
+    """The sandbox's wall-clock limit of the whole evaluation; sandboxes fill it in, so the judge
+    ends a hung workload (and reports it) before the sandbox kills the runner. None: unknown."""
+    workload_order: list[int] | None = None
+    """Indices of `workloads` in the order to evaluate them (a permutation); None: in order.
+    Each workload still gets the inputs of the request-order RNG stream (the judge re-draws the
+    inputs of the workloads before it), so the order changes nothing but which runs first."""
+    stop_at_first_failure: bool = False
+    """Stop after the first workload (in `workload_order`) that does not pass; the rest are
+    reported unevaluated (a trace without evaluation). A correctness screen sets it."""
+    checked_rounds: Literal["all", "last"] = "all"
+    """`all`: every correctness round is run and compared. `last`: every round's inputs are still
+    drawn (the RNG stream and the inputs timing uses stay the official ones) but only the last
+    round is run and compared, plus the timing probe; for a timed request whose rounds a
+    correctness screen of the same request (same seed, so the same inputs) already compared."""
+    prebuilt: PrebuiltExtension | None = None
+    """A verified build of the solution's C++ sources from the host's build cache, staged as
+    `prebuilt.so` in the runner's dir; the judge uses it only if identity and hash match."""
+    warm_jit_caches: bool = False
+    """Warm the candidate's JIT caches (torch.compile, Triton) in a throwaway worker before any
+    input exists, and report their files' hashes (`EvalResult` build facts), so the host can keep
+    them for the candidate's later evaluations (kernelarc/runner/jit_warmup.py)."""
+
+    @model_validator(mode="after")
+    def _order_is_a_permutation(self) -> "EvalRequest":
+        order = self.workload_order
+        if order is not None and sorted(order) != list(range(len(self.workloads))):
+            msg = f"workload_order {order} is not a permutation of 0..{len(self.workloads) - 1}"
+            raise ValueError(msg)
+        return self
 
 
 class EvalResult(RecordModel):
@@ -75,6 +139,16 @@ class EvalResult(RecordModel):
     """What the sandbox could not enforce here (e.g. no network namespace)."""
     sandbox_image: str | None = None
     """Image id the evaluation ran in (Docker sandbox; None for the local one)."""
+    build: BuildInfo | None = None
+    """The C++ build step, as the judge reported it (None for Python languages)."""
+    jit_cache_hit: bool = False
+    """The runner started with the candidate's JIT caches from the host's cache (nothing of it
+    was compiled again)."""
+    stage_s: dict[str, float] = Field(default_factory=dict)
+    """Seconds per stage inside the runner, as the judge measured them: `build` (C++),
+    `worker_start` (forking the worker, importing the candidate), `correctness` (rounds and the
+    timing probe), `timing` (the candidate's timed iterations), `reference_timing`, `inputs`
+    (drawing inputs, re-drawn ones included). Empty when the runner reported none."""
 
 
 class Proposal(RecordModel):

@@ -53,11 +53,31 @@ class ThroughputReport(RecordModel):
     """Evaluations re-run because their actor or node died (never counted as attempts)."""
     infra_failures: int = Field(ge=0)
     """Evaluations that failed in the sandbox or executor after every retry."""
+    builds: int = Field(default=0, ge=0)
+    """Evaluations whose runner compiled a C++ solution."""
+    build_cache_hits: int = Field(default=0, ge=0)
+    """Evaluations of a C++ solution that used the host's build cache (nothing compiled)."""
+    jit_cache_hits: int = Field(default=0, ge=0)
+    """Evaluations that started with the candidate's JIT caches (torch.compile, Triton) from
+    the host's cache."""
+    stages: dict[str, float] = Field(default_factory=dict)
+    """Seconds per stage, summed over the campaign's evaluations (they overlap in time when
+    slots run in parallel): `propose` (agents proposing), `screen`, `timing`, `guard` (slot time
+    of correctness screens, of candidates' timed evaluations, of the guard's re-timing and
+    confirmation runs) and `<stage>_queue_wait` (their waits for a slot); `runner_build`,
+    `runner_jit_warm_up`, `runner_worker_start`, `runner_inputs`, `runner_correctness`,
+    `runner_timing`, `runner_reference_timing` (the judges' own measurements, over every
+    evaluation), and
+    `sandbox_other` (sandbox time outside those: process start or the wait for a warm spare,
+    imports, the jail, result handling)."""
 
     def numbers(self) -> dict[str, float]:
-        """Every numeric field by name (logged as `throughput/<name>` metrics)."""
-        return {
+        """Every numeric field by name, and each stage as `stage_<name>_s` (logged as
+        `throughput/<name>` metrics)."""
+        numbers = {
             name: float(value)
             for name, value in self.model_dump().items()
             if isinstance(value, int | float)
         }
+        numbers.update({f"stage_{name}_s": float(s) for name, s in self.stages.items()})
+        return numbers

@@ -1,15 +1,12 @@
-"""The campaign benchmark's setup: composed configs, trimmed problems, the deadline team, the
-baselines it still needs. (The runs themselves need minutes; see docs/benchmarks.md.)"""
+"""The campaign benchmark's setup: composed configs, trimmed problems, the campaign time budget,
+the baselines it still needs. (The runs themselves need minutes; see docs/benchmarks.md.)"""
 
-import time
 from pathlib import Path
 
 import pytest
 
-from kernelarc.agents import AgentContext, CompilerAgent
 from kernelarc.benchmark.campaigns import (
     BenchSettings,
-    DeadlineAgent,
     campaign_overrides,
     compose_config,
     default_problems,
@@ -42,7 +39,7 @@ def test_overrides_compose_into_the_offline_campaign(tmp_path: Path) -> None:
     assert (cfg.budget.candidates, cfg.seed, cfg.eval.correctness_rounds) == (64, 3, 3)
     assert cfg.tracking.kind == "none"
     assert [spec.kind for spec in cfg.agents.team] == list(OFFLINE_STRATEGIES)
-    assert cfg.guard.min_repeats == 1
+    assert cfg.guard.min_repeats == 2
     assert cfg.guard.max_repeats == 5  # the user's --set comes last
     assert cfg.guard.roofline.measure is True
 
@@ -61,12 +58,13 @@ def test_max_workloads_keeps_the_largest(tmp_path: Path) -> None:
     assert trimmed.definition == full.definition
 
 
-def test_the_deadline_stops_proposals() -> None:
-    ctx = AgentContext(problem=resolve_problem("rmsnorm"), device="cuda")
-    live = DeadlineAgent(CompilerAgent(), time.monotonic() + 3600)
-    assert (live.name, live.strategy) == ("compiler", "compiler")
-    assert live.propose(ctx) is not None
-    assert DeadlineAgent(CompilerAgent(), time.monotonic() - 1).propose(ctx) is None
+def test_the_deadline_is_the_campaign_time_budget(tmp_path: Path) -> None:
+    settings = _settings(tmp_path)
+    assert compose_config(campaign_overrides("rmsnorm", settings, 42.0)).budget.time_s == 42.0
+    assert compose_config(campaign_overrides("rmsnorm", settings)).budget.time_s is None
+    # The user's overrides come last and win.
+    mine = _settings(tmp_path, overrides=["budget.time_s=7"])
+    assert compose_config(campaign_overrides("rmsnorm", mine, 42.0)).budget.time_s == 7.0
 
 
 def test_baselines_per_device() -> None:

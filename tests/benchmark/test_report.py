@@ -25,6 +25,7 @@ from kernelarc.benchmark.report import (
 )
 from kernelarc.campaign.run_record import CampaignRecord, CampaignRoofline, read_campaign_record
 from kernelarc.guard.ceilings import ResolvedCeiling
+from kernelarc.guard.score import sol_score
 from kernelarc.schema import (
     Attempt,
     BuildSpec,
@@ -43,7 +44,6 @@ from kernelarc.schema import (
 )
 from kernelarc.schema.guard_record import RooflineBound
 from kernelarc.tracking.attempts_log import read_attempts
-from leaderboard.score import sol_score
 
 RECORDED = Path(__file__).resolve().parents[1] / "samples" / "bench" / "rmsnorm"
 UUIDS = ("w0", "w1")

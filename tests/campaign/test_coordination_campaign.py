@@ -177,3 +177,18 @@ def test_a_campaign_survives_failing_agents_and_candidates(tmp_path: Path) -> No
     summary, attempts = _run(tmp_path, cfg, team)
     assert summary.attempts == len(attempts) == 3  # `crashes` retired after its first
     assert sorted(str(a.status) for a in attempts) == ["PASSED", "PASSED", "RUNTIME_ERROR"]
+
+
+def test_the_live_view_sees_the_conclusion_counts_the_summary_reports(tmp_path: Path) -> None:
+    """Issue 17: the live footer was rendered after each attempt only, so the conclusions the
+    last attempt brought never reached it while the final summary counted them."""
+    seen: list[tuple[int, int]] = []
+    agent = ScriptedAgent("solo", [adder("a")], conclude=_passes)
+    summary, _ = _run(
+        tmp_path,
+        campaign_config(1, _switches(memory=True)),
+        [agent],
+        on_progress=lambda state: seen.append((state.conclusions, state.retracted)),
+    )
+    assert summary.conclusions == 1
+    assert seen[-1] == (summary.conclusions, summary.retracted)

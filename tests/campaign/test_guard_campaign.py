@@ -81,7 +81,7 @@ def test_guard_on_retimes_the_challenger_and_confirms_the_best(tmp_path: Path) -
     attempts = _run(
         tmp_path,
         [("slow", SLOW), ("hostile", HOSTILE), ("fast", FAST), ("wrong", WRONG)],
-        GuardConfig(min_repeats=2),  # CPU default is one round; two exercise the ABBA order
+        GuardConfig(min_repeats=2),  # two rounds exercise the ABBA order
     )
     slow, hostile, fast, wrong = attempts
     assert (slow.verdict, slow.confirmed) == (Verdict.NEW_BEST, True)

@@ -25,7 +25,7 @@ def test_default_is_on_and_resolves_per_device() -> None:
     cfg = _compose([])
     assert cfg.guard.enabled and cfg.guard.confirm and cfg.guard.roofline.enabled
     cpu, cuda = guard_settings(cfg.guard, "cpu"), guard_settings(cfg.guard, "cuda")
-    assert (cpu.min_repeats, cpu.max_repeats) == (1, 2)
+    assert (cpu.min_repeats, cpu.max_repeats) == (3, 6)
     assert (cuda.min_repeats, cuda.max_repeats) == (3, 8)
     assert cpu.roofline_slack == cfg.guard.roofline.slack
     key, ceiling = cfg.guard.roofline.ceiling_for("cuda", "NVIDIA H200")
@@ -46,7 +46,9 @@ def test_overrides() -> None:
     assert (settings.max_repeats, settings.min_gain, settings.confirm) == (5, 0.03, False)
 
 
-@pytest.mark.parametrize("override", ["guard.min_gain=1.5", "guard.max_repeats=0"])
+@pytest.mark.parametrize(
+    "override", ["guard.min_gain=1.5", "guard.max_repeats=0", "guard.min_repeats=1"]
+)
 def test_bad_values_fail_at_compose(override: str) -> None:
     with pytest.raises(ConfigError):
         _compose([override])

@@ -63,3 +63,12 @@ def test_team_stats() -> None:
     assert (llm.model, llm.tokens) == ("m", 190) and abs(llm.cost_usd - 0.013) < 1e-12
     assert (idle.attempts, idle.tokens, idle.model) == (0, 0, "")
     assert scripted.strategy == "scripted-strategy" and scripted.best_speedup == 0.9
+
+
+def test_a_best_only_counts_measurements_the_guard_accepted() -> None:
+    """Issue 17: the per-agent table showed 189x from a CHALLENGER the re-timing rejected,
+    while the campaign's best was 1.16x."""
+    accepted = _attempt(0, "compiler", 1.16).model_copy(update={"verdict": Verdict.NEW_BEST})
+    rejected = _attempt(1, "compiler", 189.0).model_copy(update={"verdict": Verdict.CHALLENGER})
+    (row,) = team_stats([accepted, rejected], [("compiler", "compiler")])
+    assert (row.passed, row.best_speedup) == (2, 1.16)

@@ -8,6 +8,7 @@ import pytest
 from records import PROBLEM, attempt, retiming
 
 from kernelarc.coordination import ConclusionBoard, ConclusionRejected, read_conclusion_events
+from kernelarc.schema import Verdict
 from kernelarc.schema.coordination import ConclusionDraft, Evidence
 
 
@@ -137,6 +138,19 @@ def test_numbers_of_guard_rejected_attempts_are_not_evidence(tmp_path: Path) -> 
         evidence=[Evidence(attempt_index=1, proposal_id=cheat.proposal.id, metric="status")],
     )
     assert board.publish("x", "x", status_only).id == "c-1"
+
+
+def test_a_challengers_unreproduced_measurement_is_not_evidence(tmp_path: Path) -> None:
+    """Issue 17: the guard's re-timing rejected a compile candidate (ratio 1.0118), yet its
+    single measurement was published as "compile-default over eager: +16251%"."""
+    board = _board(tmp_path)
+    eager = attempt(0, speedup=1.0)
+    rejected = attempt(1, speedup=163.51).model_copy(update={"verdict": Verdict.CHALLENGER})
+    board.observe(eager)
+    board.observe(rejected)
+    with pytest.raises(ConclusionRejected, match="did not accept its measurement"):
+        board.publish("compiler", "compiler", _compare(rejected, eager))
+    assert board.live() == ()
 
 
 @pytest.mark.parametrize(

@@ -478,14 +478,29 @@ def _no_performance_claimed(sample: Sample, outcome: Outcome, watch: HostWatch) 
 
 
 def _next_workload_unaffected(sample: Sample, outcome: Outcome, watch: HostWatch) -> str | None:
+    """A worker that crashed fails its workload only: the next gets a fresh worker and passes."""
     last = statuses(outcome.result)[-1]
     return None if last == EvalStatus.PASSED else f"the last workload got {last}"
+
+
+def _later_workloads_not_run(sample: Sample, outcome: Outcome, watch: HostWatch) -> str | None:
+    """After a hang the judge starts the candidate no more (issue 17): one worker start in the
+    runner's log, and every later workload's trace says it was not run."""
+    starts = outcome.result.stderr_tail.count("starting a solution worker")
+    if starts != 1:
+        return f"{starts} worker starts in the runner log (expected 1)"
+    for trace in outcome.result.traces[1:]:
+        evaluation = trace.evaluation
+        if evaluation is None or not evaluation.log.startswith("not run:"):
+            return f"workload {trace.workload.uuid} was not marked as not run"
+    return None
 
 
 PROPERTIES: dict[str, Check] = {
     "no_leftover_process": _no_leftover_process,
     "next_candidate_unaffected": _next_candidate_unaffected,
     "next_workload_unaffected": _next_workload_unaffected,
+    "later_workloads_not_run": _later_workloads_not_run,
     "host_files_untouched": _host_files_untouched,
     "no_host_connection": _no_host_connection,
     "secret_not_leaked": _secret_not_leaked,

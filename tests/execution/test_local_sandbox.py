@@ -223,7 +223,9 @@ def test_endless_loop_times_out_and_leaves_no_process() -> None:
         sandbox.close()
     assert statuses(result) == {EvalStatus.TIMEOUT}
     evaluation = result.traces[0].evaluation
-    assert evaluation is not None and "timed out" in evaluation.log
+    # The judge ends the workload before the sandbox's own timeout would (issue 17).
+    assert evaluation is not None and "overran its deadline" in evaluation.log
+    assert "the end of the overall timeout of 12 s" in evaluation.log
     assert len(seen) >= 2, "the runner and its child should have been observed"
     assert _marked_pids(marker) == []
     for pgid in set(seen.values()):
@@ -259,3 +261,74 @@ def test_gpu_solutions_pass_timed_as_the_host_can(kernel: str, dps: bool) -> Non
         assert trace.evaluation is not None and trace.evaluation.performance is not None
         assert trace.evaluation.performance.timing_method == expected, trace.evaluation.log
         assert "cuda" in trace.evaluation.environment.libs
+
+
+def test_a_hung_candidate_costs_one_deadline_and_later_workloads_do_not_run() -> None:
+    """Issue 17: a kernel that sleeps forever held `kernelarc eval` for its whole timeout on a
+    two-workload problem. The judge now ends the first workload at a deadline derived from the
+    reference's time and reports every later one TIMEOUT without starting the candidate."""
+    from vector_add_request import vector_add_request
+
+    from kernelarc.schema import HangPolicy
+
+    sleeper = "import time\n\n\ndef run(x, y):\n    time.sleep(3600)\n    return x + y\n"
+    req = vector_add_request(sleeper, first_workload_only=False).model_copy(
+        update={"hang": HangPolicy(reference_factor=10.0, allowance_s=2.0)}
+    )
+    assert len(req.workloads) == 2
+    with LocalSandbox(warm_spare=False) as sandbox:
+        result = sandbox.evaluate(req, timeout_s=90.0)
+    assert [t.evaluation.status for t in result.traces if t.evaluation] == [EvalStatus.TIMEOUT] * 2
+    first, second = (t.evaluation for t in result.traces)
+    assert first is not None and second is not None
+    # The judge wrote both traces itself (the sandbox did not have to kill the runner).
+    assert "overran its deadline on this workload during round 0" in first.log
+    assert "2 s allowance" in first.log and "10 x the reference's" in first.log
+    assert second.log.startswith("not run: the candidate overran its deadline on workload")
+    assert result.stderr_tail.count("starting a solution worker") == 1
+
+
+def _big_vector_add(n: int) -> EvalRequest:
+    """vector_add on `n` fp32 elements: inputs 8n bytes, output 4n bytes."""
+    from vector_add_request import vector_add_request
+
+    base = vector_add_request("def run(x, y):\n    return x + y\n")
+    workload = base.workloads[0].model_copy(update={"uuid": f"add-n{n}", "axes": {"N": n}})
+    return base.model_copy(update={"workloads": [workload]})
+
+
+def test_the_memory_limit_follows_the_problem_size() -> None:
+    """Issue 17: a fixed address-space limit killed a large problem that the official evaluator
+    judged. 256 MiB of inputs and a 128 MiB output need more than the 1.5 GiB configured per
+    runner process once the protocol's copies are counted; the limit grows with them."""
+    req = _big_vector_add(32 * 1024**2)
+    with LocalSandbox(memory_limit_gb=1.5, warm_spare=False) as sandbox:
+        result = sandbox.evaluate(req, timeout_s=TIMEOUT_S)
+    assert statuses(result) == {EvalStatus.PASSED}, result.traces[0].evaluation
+
+
+def test_a_problem_whose_reference_alone_does_not_fit_is_an_infrastructure_error() -> None:
+    req = _big_vector_add(32 * 1024**2)  # the reference alone holds 640 MiB
+    with (
+        LocalSandbox(memory_limit_gb=0.25, max_memory_gb=0.5, warm_spare=False) as sandbox,
+        pytest.raises(SandboxError, match="infrastructure limit") as caught,
+    ):
+        sandbox.evaluate(req, timeout_s=TIMEOUT_S)
+    message = str(caught.value)
+    assert "max_memory_gb (0.5 GiB)" in message and "no candidate was run" in message
+
+
+def test_inputs_the_judge_cannot_hold_are_named_as_the_limit_not_the_candidate() -> None:
+    # No sandbox-sized limit (memory_limit_gb None): the request's own limit stands, far too
+    # small for 512 MiB of inputs, so the judge's own allocation fails.
+    req = _big_vector_add(64 * 1024**2).model_copy(
+        update={"address_space_bytes": int(1.3 * 1024**3)}
+    )
+    with LocalSandbox(memory_limit_gb=None, warm_spare=False) as sandbox:
+        result = sandbox.evaluate(req, timeout_s=TIMEOUT_S)
+    evaluation = result.traces[0].evaluation
+    assert evaluation is not None
+    assert evaluation.status == EvalStatus.INVALID_REFERENCE, evaluation.log
+    assert evaluation.log.startswith("infrastructure limit: "), evaluation.log
+    assert "did not fit in the sandbox's address-space limit of 1.3 GiB" in evaluation.log
+    assert "not the candidate" in evaluation.log

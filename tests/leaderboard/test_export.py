@@ -1,4 +1,4 @@
-"""leaderboard export: qualification, selection by SOL score, files, determinism, error cases."""
+"""leaderboard export: qualification, selection by latency, files, determinism, error cases."""
 
 import csv
 import io
@@ -15,8 +15,6 @@ from kernelarc.schema import EvalStatus, Trace, Verdict
 from leaderboard import export_leaderboard, export_run, plan_export, qualifies
 from leaderboard.inputs import CampaignInput, load_run_dir, load_run_dirs
 from leaderboard.manifest import SCORES_COLUMNS, describe_plan
-from leaderboard.score import ProblemScore
-from leaderboard.selection import Candidate, select
 from tests.leaderboard.conftest import MakeAttempt, WriteRun, definition_json
 
 
@@ -81,71 +79,57 @@ def test_exports_the_best_accepted_attempt_per_problem(
         "fuser",
         2,
     )
-    assert "SOL score" in chosen["reason"]
+    assert "latency 0.1 ms < 0.3 ms" in chosen["reason"]
 
 
-def test_selection_is_by_sol_score_not_speedup(
+def test_selection_is_by_latency_not_by_each_campaigns_own_score(
     make_attempt: MakeAttempt, write_run: WriteRun
 ) -> None:
-    """Speedup is a geometric mean, the SOL score a mean of per-workload scores: they can
-    disagree, and the SOL score decides."""
-    baseline = make_attempt(
-        0,
-        agent="compiler",
-        verdict=Verdict.CORRECT,
-        latencies=[1.0, 1.0],
-        knobs={"variant": "compile-max-autotune", "compiled": True},
-    )
-    # T_b 1, T_SOL 0: S = 1/(1 + T_k). Even: 2/3 twice. Lopsided: 0.952 and 0.25, mean 0.601,
-    # yet its geometric-mean latency (0.387 ms) beats the even one's (0.5 ms).
-    even = make_attempt(1, speedup=2.0, latencies=[0.5, 0.5], bounds_ms=[0.0, 0.0])
-    lopsided = make_attempt(2, speedup=2.58, latencies=[0.05, 3.0], bounds_ms=[0.0, 0.0])
-    plan = plan_export([load_run_dir(write_run([baseline, even, lopsided]))])
-    choice = plan.problems[0].choice
-    assert [c.attempt.index for c in choice.ranked] == [1, 2]
-    assert choice.chosen.score.sol_score == pytest.approx(2 / 3)
-    assert choice.ranked[1].score.sol_score == pytest.approx((1 / 1.05 + 1 / 4) / 2)
-    assert choice.ranked[1].score.latency_ms < choice.chosen.score.latency_ms
+    """Issue 17: the same proposal at 0.51 ms in one campaign and 0.132 ms in another; the first
+    campaign measured a slow reference (so a high speedup and SOL score), and the exporter chose
+    the 0.51 ms attempt. The faster kernel wins now, whatever each campaign's baseline."""
+    slow_run = make_attempt(4, speedup=9.8, latency_ms=0.51, bounds_ms=[0.01, 0.01])
+    fast_run = make_attempt(2, speedup=1.5, latency_ms=0.132, bounds_ms=[0.01, 0.01])
+    runs = load_run_dirs([write_run([slow_run], name="a"), write_run([fast_run], name="b")])
+    choice = plan_export(runs).problems[0].choice
+    assert [c.attempt.latency_ms for c in choice.ranked] == [0.132, 0.51]
+    slow_score, fast_score = choice.ranked[1].score.sol_score, choice.chosen.score.sol_score
+    assert slow_score is not None and fast_score is not None and slow_score > fast_score
+    assert "latency 0.132 ms < 0.51 ms" in choice.reason
 
 
 @pytest.mark.parametrize(
     ("rows", "winner"),
     [
-        pytest.param([(0, 0.5, 0.3), (1, 0.5, 0.1)], 1, id="score-tie-lower-latency"),
-        pytest.param([(0, 0.5, 0.1), (1, 0.5, 0.1)], 0, id="full-tie-older"),
-        pytest.param([(5, 0.5, 0.1), (3, 0.5, 0.1)], 3, id="index-not-file-order"),
-        pytest.param([(0, None, 0.01), (1, 0.5, 9.0)], 1, id="a-score-beats-none"),
-        pytest.param([(0, 0.4, 0.01), (1, 0.5, 9.0)], 1, id="higher-score-beats-latency"),
-        pytest.param([(0, None, 0.3), (1, None, 0.2)], 1, id="no-score-lower-latency"),
+        pytest.param([(0, 0.3), (1, 0.1)], 1, id="lower-latency"),
+        pytest.param([(0, 0.1), (1, 0.1)], 0, id="tie-older"),
+        pytest.param([(5, 0.1), (3, 0.1)], 3, id="index-not-file-order"),
     ],
 )
 def test_ranking_and_tie_breaking(
-    make_attempt: MakeAttempt, rows: list[tuple[int, float | None, float]], winner: int
+    make_attempt: MakeAttempt, write_run: WriteRun, rows: list[tuple[int, float]], winner: int
 ) -> None:
-    """The rank order itself, on scores given directly (what T_b makes of latencies is tested
-    with the export below)."""
-    candidates = []
-    for index, sol, latency in rows:
-        score = ProblemScore((), latency, 2 * latency, 2.0, 1.0, "test", None, "", sol, "")
-        candidates.append(Candidate("run", 0, make_attempt(index), score))
-    selection = select(candidates, [c.attempt for c in candidates])
-    assert selection.choices["rmsnorm"].chosen.attempt.index == winner
+    attempts = [make_attempt(i, speedup=2.0, latency_ms=latency) for i, latency in rows]
+    plan = plan_export([load_run_dir(write_run(attempts))])
+    assert plan.problems[0].choice.chosen.attempt.index == winner
 
 
-def test_one_t_b_per_campaign_so_reference_noise_cannot_pick_a_slower_attempt(
+def test_gpu_timed_attempts_rank_before_cpu_timed_ones(
     make_attempt: MakeAttempt, write_run: WriteRun
 ) -> None:
-    """Attempt 1 is faster than attempt 0 on every workload (the guard accepted it after 0),
-    but the reference happened to run slower in attempt 0's evaluation. Scored against each
-    evaluation's own reference timing, attempt 0 would win (S 0.68 against 0.65); against the
-    campaign's one T_b, the faster attempt does."""
-    older = make_attempt(0, speedup=2.0, latency_ms=1.0, bounds_ms=[0.1, 0.1])
-    faster = make_attempt(1, speedup=1.6 / 0.9, latency_ms=0.9, bounds_ms=[0.1, 0.1])
-    plan = plan_export([load_run_dir(write_run([older, faster]))])
-    choice = plan.problems[0].choice
+    cpu = make_attempt(0, latency_ms=0.01, hardware="AMD EPYC")
+    traces = []
+    for trace in cpu.traces:
+        evaluation = trace.evaluation
+        assert evaluation is not None and evaluation.performance is not None
+        timed = evaluation.performance.model_copy(update={"timing_method": "cpu_monotonic"})
+        evaluation = evaluation.model_copy(update={"performance": timed})
+        traces.append(trace.model_copy(update={"evaluation": evaluation}))
+    cpu = cpu.model_copy(update={"traces": traces})
+    gpu = make_attempt(1, latency_ms=0.5)
+    choice = plan_export([load_run_dir(write_run([cpu, gpu]))]).problems[0].choice
     assert choice.chosen.attempt.index == 1
-    assert choice.chosen.score.t_b_source == "reference (median of 2 evaluations)"
-    assert choice.chosen.score.t_b_ms == pytest.approx(1.8)
+    assert "timed on a GPU" in choice.reason
 
 
 def test_age_breaks_ties_across_runs(make_attempt: MakeAttempt, write_run: WriteRun) -> None:
@@ -189,8 +173,7 @@ def test_scores_csv_and_manifest(
         "elementwise",
         "NVIDIA H200",
     )
-    assert row["t_b_source"] == "reference (median of 1 evaluation)"
-    assert row["t_sol_source"] == "guard roofline (NVIDIA H200)"
+    assert (row["t_b_source"], row["t_sol_source"]) == ("reference", "guard roofline (NVIDIA H200)")
     assert float(row["t_b_ms"]) == pytest.approx(0.2)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["exported_at"] == "2026-12-02T10:00:01+00:00"
@@ -229,9 +212,13 @@ def test_roofline_module_gives_t_sol_when_the_guard_recorded_none(
     assert 0 < float(row["sol_score"]) < 1
 
 
-def test_compile_baseline_is_t_b(
+def test_t_b_is_the_reference_even_with_a_compile_attempt(
     tmp_path: Path, make_attempt: MakeAttempt, write_run: WriteRun
 ) -> None:
+    """One SOL score per attempt: a campaign's torch.compile time is no longer T_b, so the
+    exported score is the one MLflow and the report show (SolScorer)."""
+    from kernelarc.report.sol_score import SolScorer
+
     compiled = make_attempt(
         0,
         agent="compiler",
@@ -239,12 +226,15 @@ def test_compile_baseline_is_t_b(
         latencies=[0.4, 0.1],
         knobs={"variant": "compile-max-autotune-no-cudagraphs", "compiled": True},
     )
-    best = make_attempt(1, latencies=[0.2, 0.05], bounds_ms=[0.0, 0.0])
-    export_run(write_run([compiled, best]), tmp_path / "out")
+    best = make_attempt(1, speedup=2.0, latencies=[0.2, 0.05], bounds_ms=[0.0, 0.0])
+    run_dir = write_run([compiled, best])
+    export_run(run_dir, tmp_path / "out")
     row = _scores(tmp_path / "out")[0]
-    assert row["t_b_source"] == "torch.compile:compile-max-autotune-no-cudagraphs (attempt 0)"
-    assert float(row["t_b_ms"]) == pytest.approx((0.4 * 0.1) ** 0.5)
+    assert row["t_b_source"] == "reference"
+    assert float(row["t_b_ms"]) == pytest.approx(2 * (0.2 * 0.05) ** 0.5)
     assert float(row["sol_score"]) == pytest.approx(1 / (1 + 0.5))
+    live = SolScorer.for_run_dir(run_dir)(best)
+    assert live is not None and float(row["sol_score"]) == pytest.approx(live, rel=1e-6)
 
 
 def test_export_is_deterministic(

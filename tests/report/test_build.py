@@ -65,7 +65,7 @@ def test_report_numbers_match_the_runs(sweep: Path, tmp_path: Path) -> None:
     campaigns = load_campaigns([str(sweep)], "sqlite:///unused.db")
     assert [Path(c.label).name for c in campaigns] == ["0", "1", "2", "3"]
     out = tmp_path / "report"
-    report = build_report(campaigns, out, ReportOptions(target=2.5))
+    report = build_report(campaigns, out, ReportOptions(target=2.5, ci="t"))
 
     assert report.arm_keys == ["guard"]
     assert report.budget == 4
@@ -79,6 +79,8 @@ def test_report_numbers_match_the_runs(sweep: Path, tmp_path: Path) -> None:
         # n = 2: t(0.975, 1) = 12.706 times the standard error.
         half = 12.706204736174707 * statistics.stdev(finals) / 2**0.5
         assert arm["final_best_speedup"]["high"] == pytest.approx(statistics.mean(finals) + half)
+        low = max(0.0, statistics.mean(finals) - half)  # cut at 0: a speedup is never negative
+        assert arm["final_best_speedup"]["low"] == pytest.approx(low)
         sols = [_sol(f) for f in finals]
         assert arm["final_sol_score"]["mean"] == pytest.approx(statistics.mean(sols))
         # Target 2.5: reached at attempt 3 by runs whose final best is >= 2.5.

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from kernelarc.report.inputs import CampaignData
-from kernelarc.report.stats import mean_interval, run_result, summarize_arms
+from kernelarc.report.stats import UNIT, mean_interval, run_result, summarize_arms
 from kernelarc.schema import Attempt, EvalStatus, Verdict
 from tests.tracking.conftest import build_attempt
 
@@ -65,13 +65,24 @@ def test_no_correct_kernel_counts_as_zero_and_a_short_run_keeps_its_last_value()
 
 
 def test_t_interval_matches_the_textbook_formula() -> None:
-    values = [1.0, 2.0, 3.0, 6.0]
+    values = [10.0, 11.0, 12.0, 15.0]  # the interval stays above 0: nothing is cut
     got = mean_interval(values, 0.95, "t")
-    sd = math.sqrt(sum((v - 3.0) ** 2 for v in values) / 3)
+    sd = math.sqrt(sum((v - 12.0) ** 2 for v in values) / 3)
     half = T_975_DF3 * sd / 2
-    assert (got.mean, got.n) == (3.0, 4)
-    assert got.low == pytest.approx(3.0 - half)
-    assert got.high == pytest.approx(3.0 + half)
+    assert (got.mean, got.n) == (12.0, 4)
+    assert got.low == pytest.approx(12.0 - half)
+    assert got.high == pytest.approx(12.0 + half)
+
+
+def test_intervals_never_leave_the_quantitys_range() -> None:
+    # Issue 17: four speedups of one noisy CPU sweep gave `5.66 [-61.6, 72.9]`.
+    speedups = [10.96, 0.37]
+    for method in ("t", "bootstrap"):
+        got = mean_interval(speedups, 0.95, method)
+        assert 0.0 <= got.low <= got.mean <= got.high
+    sols = [0.99, 0.2]
+    t_sol = mean_interval(sols, 0.95, "t", UNIT)
+    assert t_sol.low >= 0.0 and t_sol.high <= 1.0
 
 
 def test_bootstrap_interval_is_seeded_and_inside_the_data() -> None:

@@ -1,5 +1,6 @@
 """Timing protocol, the shifting input pool and CUPTI span attribution (GPU parts marked)."""
 
+import os
 import time
 from typing import Any
 
@@ -8,7 +9,7 @@ import torch
 
 from kernelarc.runner.cupti_timing import TimingError, _Collected, _spans
 from kernelarc.runner.memory_pool import ShiftingInputPool, storage_span
-from kernelarc.runner.timing import measure_latency, timing_method
+from kernelarc.runner.timing import CPU_MIN_SAMPLES, measure_latency, timing_method
 
 # -- shifting pool --------------------------------------------------------------------------
 
@@ -67,6 +68,33 @@ def test_cpu_protocol_counts_calls_and_reports_the_median() -> None:
     assert result.method == "cpu_monotonic" == timing_method("cpu")
     assert len(result.samples_ms) == 5 and all(s >= 2.0 for s in result.samples_ms)
     assert result.median_ms == sorted(result.samples_ms)[2]
+
+
+def test_cpu_timing_runs_on_one_thread_and_one_core_and_restores_both() -> None:
+    """Issue 17: with torch's intra-op threads left free, CPU samples of one kernel were
+    bimodal (0.006 to 15.85 ms over four runs); the timed loop now runs single-threaded on one
+    core, the reference's and the candidate's alike."""
+    before_threads, before_cores = torch.get_num_threads(), os.sched_getaffinity(0)
+    seen: list[tuple[int, frozenset[int]]] = []
+
+    def fn() -> None:
+        seen.append((torch.get_num_threads(), frozenset(os.sched_getaffinity(0))))
+
+    measure_latency(fn, list, device="cpu", warmup=1, iterations=4)
+    assert len(seen) == 5
+    assert all(threads == 1 and len(cores) == 1 for threads, cores in seen)
+    assert seen[0][1] <= before_cores
+    assert torch.get_num_threads() == before_threads
+    assert os.sched_getaffinity(0) == before_cores
+
+
+def test_the_cpu_budget_stops_the_loop_after_the_minimum_samples() -> None:
+    result = measure_latency(
+        lambda: time.sleep(0.01), list, device="cpu", warmup=0, iterations=50, budget_s=0.001
+    )
+    assert len(result.samples_ms) == CPU_MIN_SAMPLES
+    unbounded = measure_latency(lambda: None, list, device="cpu", warmup=0, iterations=12)
+    assert len(unbounded.samples_ms) == 12
 
 
 # -- CUPTI attribution (records faked; no GPU needed) -----------------------------------------

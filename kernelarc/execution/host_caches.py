@@ -1,0 +1,87 @@
+"""A local sandbox's caches as one step before a runner gets its request and one after it ended:
+the C++ build cache (`build_cache.py`) and the candidates' JIT caches (`jit_cache.py`).
+
+Place in the flow: `LocalSandbox.evaluate` calls `prepare` (the request as the runner gets it,
+and the files to stage), `stage_into` (writes them into the runner's dir, without following
+links, and gives the JIT dirs to the runner's user so its compilers can add to them) before the
+runner's `go`, and `collect` once the runner's processes are dead (stores what its judge built or
+hashed). Both caches share one directory (`sandbox.build_cache_dir`).
+"""
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelarc.execution.build_cache import BuildCache, Staged
+from kernelarc.execution.jit_cache import JitCache, JitStaged
+from kernelarc.execution.result_file import RunReport
+from kernelarc.execution.safe_files import write_below
+from kernelarc.schema import EvalRequest
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One evaluation's cache step: the request to send and what each cache staged."""
+
+    request: EvalRequest
+    build: Staged
+    jit: JitStaged | None
+    notes: list[str]
+
+    @property
+    def jit_hit(self) -> bool:
+        """The runner starts with the candidate's JIT caches."""
+        return self.jit is not None and self.jit.hit
+
+
+class HostCaches:
+    """The build cache and, unless the sandbox shares one cache dir among runners, the JIT cache,
+    under one root directory."""
+
+    def __init__(self, root: str | Path, *, jit: bool = True) -> None:
+        """Caches under `root`; `jit` False keeps no JIT caches."""
+        self.builds = BuildCache(root)
+        self.jit = JitCache(root) if jit else None
+
+    def prepare(self, request: EvalRequest, python: str) -> Prepared:
+        """Look the request's build and JIT caches up."""
+        build = self.builds.stage(request, python)
+        jit = self.jit.stage(build.request, python) if self.jit is not None else None
+        sent = jit.request if jit is not None else build.request
+        return Prepared(sent, build, jit, [*build.notes, *(jit.notes if jit else [])])
+
+    def stage_into(
+        self, prepared: Prepared, workdir: Path, owner: tuple[int, int] | None
+    ) -> list[str]:
+        """Write the staged files into the runner's dir; `owner` (uid, gid) gets the JIT dirs
+        (None: the runner runs as this user). A failure costs a cold cache, never a verdict."""
+        jit_files = prepared.jit.files if prepared.jit is not None else {}
+        try:
+            for path, data in {**prepared.build.files, **jit_files}.items():
+                write_below(workdir, path.split("/"), data)
+            if owner is not None:
+                for top in {path.split("/")[0] for path in jit_files}:
+                    _give(workdir / top, owner)
+        except OSError as exc:
+            logger.warning("cannot stage cached files into %s: %s", workdir, exc)
+            return [f"cached files not staged ({exc})"]
+        return []
+
+    def collect(self, prepared: Prepared, workdir: Path, report: RunReport) -> list[str]:
+        """Store what the finished runner's judge built or hashed; notes saying what."""
+        notes = self.builds.collect(prepared.build, workdir, report.build)
+        if self.jit is not None and prepared.jit is not None:
+            notes += self.jit.collect(prepared.jit, workdir, report.jit_cache)
+        return notes
+
+
+def _give(top: Path, owner: tuple[int, int]) -> None:
+    """chown `top` and everything below it, following no link."""
+    uid, gid = owner
+    os.chown(top, uid, gid, follow_symlinks=False)
+    for current, dirs, names in os.walk(top, followlinks=False):
+        for name in [*dirs, *names]:
+            os.chown(Path(current) / name, uid, gid, follow_symlinks=False)
