@@ -5,9 +5,10 @@ at every workload by `python -m kernelarc.tracing`, see `traces.py`), asks `gene
 solution source at one knob setting, and proposes it. Pure: no torch, no triton imported here;
 the generated source imports them when it runs in the sandbox.
 
-Pipeline per workload graph: decode and lower (`graph_ir`), schedule into torch calls and fused
-kernels (`schedule`, `emit`), render one plan per workload plus a dispatch on the input
-signature with the reference as fallback (`solution_source`).
+Pipeline per workload graph: decode and lower (`graph_ir`), split reductions with few outputs
+and long rows in two stages (`split_reductions`), schedule into torch calls and fused kernels
+(`schedule`, `emit`), render one plan per workload plus a dispatch on the input signature with
+the reference as fallback (`solution_source`).
 """
 
 from collections import Counter
@@ -27,6 +28,7 @@ from kernelarc.kernelgen.knobs import (
 from kernelarc.kernelgen.schedule import ExternStep, KernelStep, schedule_graph
 from kernelarc.kernelgen.solution_source import WorkloadPlan, render_solution
 from kernelarc.kernelgen.space import GemmSpace
+from kernelarc.kernelgen.split_reductions import split_reductions
 from kernelarc.kernelgen.views import VIEW_TARGETS
 from kernelarc.schema import Definition
 from kernelarc.schema.op_graph import TraceSet
@@ -64,13 +66,18 @@ class Generated:
     """What the generated code does differently from the reference, if anything."""
     skipped: tuple[str, ...]
     """`uuid: reason` of workloads without a plan."""
+    split: tuple[str, ...] = ()
+    """Ops of the reductions split in two stages (of the plan with the most splits)."""
+    splittable: bool = False
+    """Some reduction is split at some value of SPLIT_R (the knob matters)."""
 
     def summary(self) -> str:
-        """One line: kernels, torch calls, coverage."""
+        """One line: kernels, torch calls, split reductions, coverage."""
         calls = ", ".join(self.externs) if self.externs else "no torch calls"
         kind = "/".join(sorted(self.kinds)) or "no"
+        split = f", {len(self.split)} reduction(s) split in two stages" if self.split else ""
         return (
-            f"{self.kernels} fused {kind} kernel(s) per call, {calls}; "
+            f"{self.kernels} fused {kind} kernel(s) per call, {calls}{split}; "
             f"plans for {len(self.planned)} workload(s)"
         )
 
@@ -91,12 +98,15 @@ def generate(
     plans: list[WorkloadPlan] = []
     skipped: list[str] = []
     notes: list[str] = []
+    split: tuple[str, ...] = ()
+    splittable = False
     for traced in traces.workloads:
         if traced.graph is None:
             skipped.append(f"{traced.uuid}: trace failed: {traced.error}")
             continue
         try:
             graph = build_graph(traced.graph)
+            result = split_reductions(graph, knobs, device)
             sched = schedule_graph(
                 graph,
                 lambda space: launch_for(space, knobs, device),
@@ -106,6 +116,8 @@ def generate(
             skipped.append(f"{traced.uuid}: {exc}")
             continue
         notes.extend(n for n in graph.notes if n not in notes)
+        split = max(split, result.split, key=len)
+        splittable = splittable or result.splittable
         plans.append(WorkloadPlan(traced.uuid, graph, sched))
     if not plans:
         reasons = "; ".join(dict.fromkeys(s.split(": ", 1)[1] for s in skipped))
@@ -139,6 +151,8 @@ def generate(
         externs=tuple(name for name, _ in externs.most_common()),
         notes=tuple(notes),
         skipped=tuple(skipped),
+        split=split,
+        splittable=splittable,
     )
 
 
@@ -155,6 +169,8 @@ def relevant_knobs(generated: Generated) -> tuple[str, ...]:
         names.extend(POINTWISE_KNOBS)
     if "reduction" in generated.kinds:
         names.extend(REDUCTION_KNOBS)
+    if generated.splittable:
+        names.append("SPLIT_R")
     if generated.matmuls:
         names.append("FUSE_GEMM")
         names.extend(GEMM_KNOBS)

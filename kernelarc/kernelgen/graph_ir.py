@@ -231,7 +231,7 @@ def build_graph(op_graph: OpGraph) -> Graph:
         node.multi_output = raw.multi
         graph.add(node)
     graph.outputs = [decode(o, alias) for o in op_graph.outputs]
-    _index_users(graph)
+    index_users(graph)
     return graph
 
 
@@ -265,7 +265,8 @@ def _kind(target: str, outputs: list[TensorMeta | None], multi: bool) -> Kind:
     return Kind.EXTERN
 
 
-def _index_users(graph: Graph) -> None:
+def index_users(graph: Graph) -> None:
+    """Recompute `graph.users` (after a pass rewrote nodes)."""
     graph.users = {name: set() for name in graph.nodes}
     for node in graph.nodes.values():
         for ref in node.refs():

@@ -113,6 +113,10 @@ class Lin:
         quotient, rest = self._split(k)
         if rest.min_value() >= 0 and rest.max_value() < k:
             return quotient
+        if quotient.terms and rest.min_value() >= 0:
+            # (k*q + rest) // k == q + rest // k: a split reduction's row index `R/S * x + r`
+            # divided by a dim's stride becomes digits of x and r, not an opaque division.
+            return quotient + rest // k
         single = self._single_digit()
         if single is not None and (single.mod is None or single.mod % k == 0):
             mod = None if single.mod is None else single.mod // k

@@ -14,6 +14,7 @@ workload of a problem.
 | BLOCK_R | chunk width of looped reductions |
 | PERSISTENT_MAX | longest row reduced in registers in one pass (longer rows loop) |
 | NUM_WARPS_RED | warps of reduction kernels |
+| SPLIT_R | partials per output when a reduction with few outputs is split in two stages; 0: off |
 | FUSE_GEMM | 1: matmuls are Triton GEMM kernels with their epilogues fused; 0: cuBLAS calls |
 | BLOCK_M, BLOCK_N, BLOCK_K | GEMM tile |
 | GROUP_M | GEMM tiles along M sharing B tiles in L2 |
@@ -39,6 +40,8 @@ KNOB_VALUES: Mapping[str, Mapping[Device, tuple[int, ...]]] = {
     "BLOCK_R": {"cuda": (1024, 512, 2048, 4096, 256), "cpu": (4096, 1024)},
     "PERSISTENT_MAX": {"cuda": (16384, 4096, 1024, 32768), "cpu": (65536, 4096)},
     "NUM_WARPS_RED": {"cuda": (8, 4, 16, 2), "cpu": (4,)},
+    # The interpreter pays per program: splitting only adds programs there (off first).
+    "SPLIT_R": {"cuda": (1024, 256, 64, 0), "cpu": (0, 8)},
     "FUSE_GEMM": {"cuda": (1, 0), "cpu": (1, 0)},
     "BLOCK_M": {"cuda": (128, 64, 256, 32), "cpu": (64,)},
     "BLOCK_N": {"cuda": (128, 64, 256, 32), "cpu": (64,)},
@@ -53,6 +56,11 @@ POINTWISE_KNOBS = ("BLOCK_X", "NUM_WARPS")
 REDUCTION_KNOBS = ("ROWS", "BLOCK_R", "PERSISTENT_MAX", "NUM_WARPS_RED")
 GEMM_KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "NUM_WARPS_MM", "NUM_STAGES")
 PRECISIONS = ("ieee", "tf32", "tf32x3")
+
+#: A reduction to fewer outputs than this (2 per SM of an H100/H200) is split in two stages
+#: when each partial still reduces at least SPLIT_MIN_CHUNK elements (`split_reductions.py`).
+SPLIT_MAX_OUTPUTS = {"cuda": 264, "cpu": 264}
+SPLIT_MIN_CHUNK = {"cuda": 2048, "cpu": 16}
 
 #: fp32 values one program may hold in its reduction tile (XBLOCK * RBLOCK) before spilling.
 MAX_TILE = {"cuda": 8192, "cpu": 1 << 20}

@@ -114,6 +114,47 @@ PROBLEMS: dict[str, Problem] = {
         ),
         [_w("a3", {"A": 3}), _w("a7", {"A": 7})],
     ),
+    # BatchNorm in training mode: per-channel statistics over (N, H, W), few outputs and long
+    # rows (split reductions; N=3 makes the split cut the H*W plane of a sample).
+    "batch_stats": (
+        _definition(
+            "batch_stats",
+            {
+                "N": {"type": "var"},
+                "C": {"type": "const", "value": 4},
+                "S": {"type": "const", "value": 8},
+            },
+            {"x": _t(["N", "C", "S", "S"]), "w": _t(["C"]), "b": _t(["C"])},
+            {"y": _t(["N", "C", "S", "S"])},
+            "import torch\nimport torch.nn.functional as F\n\n"
+            "def run(x, w, b):\n"
+            "    return F.batch_norm(x, None, None, w, b, True, 0.1, 1e-5)\n",
+        ),
+        [_w("n2", {"N": 2}), _w("n3", {"N": 3})],
+    ),
+    # Reductions of a whole bf16 tensor to scalars: two losses (computed in float32), a global
+    # max and a sum in bf16, an integer count, an any() and an argmax (which is never split).
+    "scalar_losses": (
+        _definition(
+            "scalar_losses",
+            {"B": {"type": "var"}, "D": {"type": "const", "value": 48}},
+            {"a": _t(["B", "D"], "bfloat16"), "t": _t(["B", "D"], "bfloat16")},
+            {
+                "mse": _t([], "bfloat16"),
+                "huber": _t([]),
+                "top": _t([], "bfloat16"),
+                "total": _t([], "bfloat16"),
+                "positive": _t([], "int64"),
+                "outlier": _t([], "bool"),
+                "where": _t([], "int64"),
+            },
+            "import torch\nimport torch.nn.functional as F\n\n"
+            "def run(a, t):\n"
+            "    return (F.mse_loss(a, t), F.smooth_l1_loss(a.float(), t.float()), a.amax(),\n"
+            "            a.sum(), (a > 0).sum(), (a.abs() > 3).any(), a.argmax())\n",
+        ),
+        [_w("b5", {"B": 5}), _w("b8", {"B": 8})],
+    ),
     # Rotary-style cat of two halves and a constant pad.
     "cat_pad": (
         _definition(

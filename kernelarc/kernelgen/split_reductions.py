@@ -1,0 +1,218 @@
+"""Split reductions: a reduction with few outputs and long rows becomes two reductions.
+
+Place in the flow: `kernelgen.generate` runs `split_reductions` on every lowered graph (after
+`graph_ir.build_graph`, before `schedule.schedule_graph`). A reduction kernel runs one program
+per few output rows, so a reduction to a handful of values (a loss to a scalar, BatchNorm's
+per-channel statistics over (N, H, W), a global max) occupies a handful of SMs however long its
+rows are. As Inductor does, such a reduction over R elements per output is rewritten into
+index algebra and two reductions of the same op:
+
+    source (any layout)   --permute-->   kept dims first, reduced dims last  (a view)
+                          --reshape-->   (X, S, R/S)                         (a view)
+    stage 1: reduce the last dim   ->    (X, S, 1)   partials, X*S rows of R/S elements
+    stage 2: reduce dim 1          ->    (X, 1, 1)   X rows of S partials
+                          --reshape-->   the original output shape           (a view)
+
+The views are index maps, never copies: the pointwise producers of the source fuse into the
+stage-1 kernel, which reads the source once. The final view keeps the original node's name, so
+its users do not change. Only ops that combine associatively are split (sum, prod, max, min,
+any, all; never an arg-reduction, whose index would need carrying); a mean or a variance is
+lowered to sums first, each split alike. Partials are kept in the compute dtype (float32 for
+16-bit floats, int64 for integer sums, bool for any/all); stage 2 rounds once to the output's
+dtype. The nodes are then reordered so that stage-1 reductions come as early as they can:
+reductions of the same rows (a loss's several sums) become adjacent roots and share one
+stage-1 kernel, and their stage 2s one more.
+
+A reduction qualifies when it has fewer outputs than SPLIT_MAX_OUTPUTS (2 per SM: even at one
+output per program, the `ROWS` knob's least, SMs would idle; with more outputs lowering `ROWS`
+is the better cure). The split factor S: a divisor of R near the `SPLIT_R` knob (at most
+R / SPLIT_MIN_CHUNK, so a partial still reduces a useful amount), preferring one that cuts R
+on the reduced dims' boundaries (then stage 1's loads are plain digits of its index variables);
+no divisor within a factor of 4 of the target (e.g. R prime): no split.
+"""
+
+import heapq
+import math
+from dataclasses import dataclass
+
+from kernelarc.kernelgen.graph_ir import Graph, Kind, Node, Ref, contiguous, index_users
+from kernelarc.kernelgen.knobs import (
+    KNOB_VALUES,
+    SPLIT_MAX_OUTPUTS,
+    SPLIT_MIN_CHUNK,
+    Device,
+    GenKnobs,
+)
+from kernelarc.kernelgen.pointwise_ops import compute_dtype
+from kernelarc.kernelgen.space import Space
+
+SPLIT_OPS = frozenset({"sum", "prod", "max", "min", "any", "all"})
+"""Reductions whose partial results combine with the same op."""
+
+_SLACK = 4
+"""A divisor further than this factor from the target split is not reasonable."""
+
+
+@dataclass(frozen=True)
+class SplitResult:
+    """What the pass did to one graph."""
+
+    split: tuple[str, ...]
+    """Ops of the reductions split (graph order)."""
+    splittable: bool
+    """Some reduction would be split at some value of `SPLIT_R` (the knob matters)."""
+
+
+def split_reductions(graph: Graph, knobs: GenKnobs, device: Device) -> SplitResult:
+    """Rewrite every qualifying reduction of `graph` in place (see the module docstring)."""
+    factors: dict[str, int] = {}
+    splittable = False
+    for node in graph.nodes.values():
+        if node.kind != Kind.REDUCTION or node.reduce_op not in SPLIT_OPS:
+            continue
+        space = Space(tuple(graph.meta(node.args[0]).shape), node.dims)
+        xnumel, reduced = space.xnumel, space.reduced_shape
+        splittable = splittable or any(
+            split_factor(xnumel, reduced, value, device) > 1
+            for value in KNOB_VALUES["SPLIT_R"][device]
+        )
+        factor = split_factor(xnumel, reduced, int(knobs["SPLIT_R"]), device)
+        if factor > 1:
+            factors[node.name] = factor
+    ops = tuple(graph.nodes[name].reduce_op for name in factors)
+    if factors:
+        _rewrite(graph, factors)
+    return SplitResult(split=ops, splittable=splittable)
+
+
+def split_factor(xnumel: int, reduced: tuple[int, ...], target: int, device: Device) -> int:
+    """S, the partials per output of a reduction to `xnumel` outputs over dims of sizes
+    `reduced`, for a target of `target` partials (1: no split)."""
+    if target < 2 or not 0 < xnumel < SPLIT_MAX_OUTPUTS[device]:
+        return 1  # off, or enough outputs to fill the device at one per program
+    rnumel = math.prod(reduced)
+    most = rnumel // SPLIT_MIN_CHUNK[device]
+    goal = min(target, most)
+    if goal < 2:
+        return 1
+    inners = [math.prod(reduced[i + 1 :]) for i in range(len(reduced))]
+    best: tuple[bool, float, int] | None = None
+    for factor in range(max(2, goal // _SLACK), min(goal * _SLACK, most) + 1):
+        if rnumel % factor:
+            continue
+        chunk = rnumel // factor
+        # A chunk that each dim's stride divides or is divided by keeps the loads' index
+        # algebra to plain digits (no opaque divisions).
+        ragged = not all(chunk % n == 0 or n % chunk == 0 for n in inners)
+        key = (ragged, abs(math.log(factor / goal)), -factor)
+        if best is None or key < best:
+            best = key
+    return 1 if best is None else -best[2]
+
+
+def _rewrite(graph: Graph, factors: dict[str, int]) -> None:
+    instead: dict[str, list[Node]] = {}
+    firsts: set[str] = set()
+    for name, factor in factors.items():
+        nodes = _split(graph, graph.nodes[name], factor)
+        instead[name] = nodes
+        firsts.add(nodes[-3].name)
+    graph.nodes = {
+        new.name: new for name, node in graph.nodes.items() for new in instead.get(name, [node])
+    }
+    _stage1_first(graph, firsts)
+    index_users(graph)
+
+
+def _stage1_first(graph: Graph, firsts: set[str]) -> None:
+    """Reorder the nodes (topologically) so that the stage-1 reductions and what they read
+    come as early as they can, the rest in its order: stage-1 reductions of the same rows
+    become adjacent roots (one kernel), and so do their stage 2s. Torch calls keep their
+    order (random ops draw in sequence)."""
+    names = list(graph.nodes)
+    position = {name: i for i, name in enumerate(names)}
+    deps = {n: {r.node for r in graph.nodes[n].refs() if r.node in position} for n in names}
+    previous = ""
+    for name in names:
+        if graph.nodes[name].kind == Kind.EXTERN:
+            if previous:
+                deps[name].add(previous)
+            previous = name
+    early: set[str] = set()
+    stack = list(firsts)
+    while stack:
+        name = stack.pop()
+        if name not in early:
+            early.add(name)
+            stack.extend(deps[name])
+    users: dict[str, list[str]] = {name: [] for name in names}
+    for name in names:
+        for dep in deps[name]:
+            users[dep].append(name)
+    waiting = {name: len(deps[name]) for name in names}
+    ready = [(name not in early, position[name], name) for name in names if not waiting[name]]
+    heapq.heapify(ready)
+    order: list[str] = []
+    while ready:
+        _, _, name = heapq.heappop(ready)
+        order.append(name)
+        for user in users[name]:
+            waiting[user] -= 1
+            if not waiting[user]:
+                heapq.heappush(ready, (user not in early, position[user], user))
+    graph.nodes = {name: graph.nodes[name] for name in order}
+
+
+def _split(graph: Graph, node: Node, factor: int) -> list[Node]:
+    """The views, stage 1, stage 2 and the view to the output's shape, which takes the
+    reduction's name."""
+    source: Ref = node.args[0]
+    shape = list(graph.meta(source).shape)
+    order = [d for d in range(len(shape)) if d not in node.dims] + list(node.dims)
+    space = Space(tuple(shape), node.dims)
+    xnumel = space.xnumel
+    first: list[Node] = []
+    current = source
+    if order != list(range(len(shape))):
+        permuted = [shape[d] for d in order]
+        first.append(_view(graph, node, "aten.permute.default", current, order, permuted))
+        current = Ref(first[-1].name)
+    split_shape = [xnumel, factor, space.rnumel // factor]
+    first.append(_view(graph, node, "aten.view.default", current, split_shape, split_shape))
+    partials = [xnumel, factor, 1]
+    stage1 = _reduction(graph, node, Ref(first[-1].name), partials, (2,))
+    first.append(stage1)
+    stage2 = _reduction(graph, node, Ref(stage1.name), [xnumel, 1, 1], (1,))
+    back = Node(
+        node.name,
+        "aten.view.default",
+        Kind.VIEW,
+        (Ref(stage2.name), list(node.shape)),
+        {},
+        node.metas,
+    )
+    return [*first, stage2, back]
+
+
+def _view(
+    graph: Graph, node: Node, target: str, source: Ref, arg: list[int], shape: list[int]
+) -> Node:
+    meta = contiguous(shape, graph.meta(node.args[0]).dtype)
+    return Node(graph.fresh(node.name), target, Kind.VIEW, (source, arg), {}, (meta,))
+
+
+def _reduction(
+    graph: Graph, node: Node, source: Ref, shape: list[int], dims: tuple[int, ...]
+) -> Node:
+    # Partials in the compute dtype (float32 for 16-bit floats): stage 2 rounds once.
+    dtype = node.meta.dtype if dims == (1,) else compute_dtype(node.meta.dtype)
+    return Node(
+        graph.fresh(node.name),
+        node.target,
+        Kind.REDUCTION,
+        (source,),
+        {},
+        (contiguous(shape, dtype),),
+        reduce_op=node.reduce_op,
+        dims=dims,
+    )
