@@ -243,11 +243,15 @@ def test_builtin_agents_proposals_are_clean(problem: str, device: str) -> None:
         seen: set[str] = set()
         # The first proposals cover every template and variant (settings differ only in
         # constants after those); walking a whole CUDA grid took minutes per problem in CI.
-        while len(seen) < _MAX_PROPOSALS and (
-            proposal := agent.propose(
-                AgentContext(problem=loaded, device=device, seen_ids=frozenset(seen))
+        while (
+            len(seen) < _MAX_PROPOSALS
+            and (
+                proposal := agent.propose(
+                    AgentContext(problem=loaded, device=device, seen_ids=frozenset(seen))
+                )
             )
-        ) is not None:
+            is not None
+        ):
             seen.add(proposal.id)
             count += 1
             findings = scan_solution(proposal.solution)
