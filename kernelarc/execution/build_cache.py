@@ -40,7 +40,6 @@ Inductor caches are written by candidate code while it runs, so they are never s
 candidates; `jit_cache.py` keeps them per candidate, from a warm-up before any input existed.
 """
 
-import contextlib
 import hashlib
 import json
 import logging
@@ -52,7 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelarc.config import default_build_cache_dir
-from kernelarc.execution.safe_files import read_below, read_regular, write_private
+from kernelarc.execution.safe_files import publish_dir, read_below, read_regular, write_private
 from kernelarc.schema import EvalRequest
 from kernelarc.schema.build import BuildInfo, PrebuiltExtension
 from kernelarc.schema.solution import CPP_LANGUAGES
@@ -196,13 +195,10 @@ class BuildCache:
         try:
             write_private(staging / ARTEFACT, data)
             write_private(staging / MANIFEST, json.dumps(manifest, indent=1).encode("utf-8"))
-            entry = self.root / key
-            if entry.exists():
-                shutil.rmtree(entry, ignore_errors=True)
-            with contextlib.suppress(OSError):  # another process stored it first: keep theirs
-                staging.rename(entry)
-        finally:
+        except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
+            raise
+        publish_dir(staging, self.root / key)
 
     def _reject(self, key: str, problem: str) -> Lookup:
         logger.warning(

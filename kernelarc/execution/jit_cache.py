@@ -28,7 +28,6 @@ Disk use is capped per entry (the runner's MAX_FILES/MAX_BYTES); nothing is evic
 remove `DIR/jit` to reclaim space.
 """
 
-import contextlib
 import hashlib
 import json
 import logging
@@ -39,7 +38,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelarc.execution.build_cache import cache_key, is_cpp_request
-from kernelarc.execution.safe_files import read_below, read_regular, write_below, write_private
+from kernelarc.execution.safe_files import (
+    publish_dir,
+    read_below,
+    read_regular,
+    write_below,
+    write_private,
+)
 from kernelarc.schema import EvalRequest
 from kernelarc.schema.build import CachedFile, JitSnapshot
 
@@ -142,13 +147,10 @@ class JitCache:
                 write_below(staging / FILES, path.split("/"), data, mode=0o600)
             manifest = {"format": _FORMAT, "key": key, **snapshot.model_dump(mode="json")}
             write_private(staging / MANIFEST, json.dumps(manifest, indent=1).encode("utf-8"))
-            entry = self.root / key
-            if entry.exists():
-                shutil.rmtree(entry, ignore_errors=True)
-            with contextlib.suppress(OSError):  # another process stored it first: keep theirs
-                staging.rename(entry)
-        finally:
+        except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
+            raise
+        publish_dir(staging, self.root / key)
 
     def _reject(self, key: str, problem: str) -> tuple[dict[str, bytes], str]:
         logger.warning(

@@ -9,6 +9,7 @@ create files with O_EXCL (never through an existing name).
 
 import contextlib
 import os
+import shutil
 import stat
 from collections.abc import Sequence
 from pathlib import Path
@@ -69,6 +70,18 @@ def write_private(path: Path, data: bytes) -> None:
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
+
+
+def publish_dir(staging: Path, entry: Path) -> None:
+    """Move a fully written `staging` dir to `entry`, replacing an old entry; when another
+    process published the same entry first, keep theirs. `staging` is gone afterwards."""
+    try:
+        if entry.exists():
+            shutil.rmtree(entry, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            staging.rename(entry)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _check_parts(parts: Sequence[str]) -> None:
