@@ -1,9 +1,10 @@
 """The GPU part of the hostile suite: LocalSandbox on CUDA (run on the GPU machine, skipped here).
 
 The three GPU samples (an illegal memory access in a Triton kernel, a grab of all device memory,
-a Triton kernel that never finishes) misbehave on the first workload only: the second must pass
-(a fresh worker with a clean CUDA context), and an honest control candidate evaluated right after
-each must pass too. The samples that attack the sandbox boundary run on CUDA as well, because
+a Triton kernel that never finishes) misbehave on the first workload only. After a crash the
+second workload must pass (a fresh worker with a clean CUDA context); after a hang it is TIMEOUT
+without being run (a hang costs one deadline, issue 17). An honest control candidate evaluated
+right after each must pass. The samples that attack the sandbox boundary run on CUDA as well, because
 CUDA evaluations get no PID namespace: there the jail alone keeps them in bounds.
 """
 
