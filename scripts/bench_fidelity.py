@@ -864,30 +864,40 @@ def repeatability_stage(bench: Bench, groups: list[list[Case]]) -> int:
             return statistics.median(spent)
         return case_cost(case, args.device) * (1.0 if bench.official_ok else 0.6)
 
+    runs = args.repeats
     for group in groups:
-        fit = int(bench.time_left() // (args.repeats * estimate(group[0])))
-        if fit == 0 and bench.time_left() >= 2 * estimate(group[0]):
-            fit = 1  # two runs of one case still give a spread
-        keep = group[:fit]
-        report.skipped += [f"repeatability: {c.name} (time budget)" for c in group[fit:]]
-        for done in range(args.repeats):
-            for case in keep:
-                if bench.time_left() < estimate(case):
-                    report.skipped.append(
-                        f"repeatability: {case.name} run {done + 1} (time budget)"
-                    )
-                    continue
-                started = time.monotonic()
-                _repeat_once(bench, case, entries)
-                spent.append(time.monotonic() - started)
-            left = args.repeats - done - 1
-            while keep and left and len(keep) * left * estimate(keep[0]) > bench.time_left():
+        keep: list[Case] = []
+        # Run 1 admits a case only when all its runs, and the later runs of the cases already
+        # admitted, fit the time left (the first case of the stage: two runs, a spread).
+        for case in group:
+            need = estimate(case) * ((runs - 1) * len(keep) + (runs if entries else 2))
+            if bench.time_left() < need:
+                report.skipped.append(f"repeatability: {case.name} (time budget)")
+                continue
+            keep.append(case)
+            _timed_run(bench, case, entries, spent)
+        for done in range(1, runs):
+            # Estimates can be wrong: drop whole cases from the end rather than thin out all.
+            while keep and len(keep) * (runs - done) * estimate(keep[0]) > bench.time_left():
                 dropped = keep.pop()
                 report.skipped.append(
-                    f"repeatability: {dropped.name} runs {done + 2}-{args.repeats} (time budget)"
+                    f"repeatability: {dropped.name} runs {done + 1}-{runs} (time budget)"
                 )
+            for case in keep:
+                if bench.time_left() < estimate(case):
+                    report.skipped.append(f"repeatability: {case.name} run {done + 1} (time)")
+                    continue
+                _timed_run(bench, case, entries, spent)
     report.repeatability["workloads"] = list(entries.values())
     return sum(len(e["kernelarc"]["speedup"]) >= 2 for e in entries.values())
+
+
+def _timed_run(
+    bench: Bench, case: Case, entries: dict[tuple[str, str], dict[str, Any]], spent: list[float]
+) -> None:
+    started = time.monotonic()
+    _repeat_once(bench, case, entries)
+    spent.append(time.monotonic() - started)
 
 
 def _repeat_once(bench: Bench, case: Case, entries: dict[tuple[str, str], dict[str, Any]]) -> None:
