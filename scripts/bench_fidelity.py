@@ -898,6 +898,9 @@ def _timed_run(
     started = time.monotonic()
     _repeat_once(bench, case, entries)
     spent.append(time.monotonic() - started)
+    # Written after every run: a kill (FIDELITY_TIMEOUT) keeps the runs done.
+    bench.report.repeatability["workloads"] = list(entries.values())
+    write_outputs(bench.args, bench.report)
 
 
 def _repeat_once(bench: Bench, case: Case, entries: dict[tuple[str, str], dict[str, Any]]) -> None:
