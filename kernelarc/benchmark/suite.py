@@ -45,20 +45,21 @@ TRITON_PREFIX = "triton/"
 
 def find_problem_dirs(paths: Sequence[Path]) -> list[Path]:
     """The problem dirs under `paths`, in order: a dir holding definition.json is a problem;
-    otherwise each of its subdirs that holds one (sorted by name).
+    otherwise each of its subdirs that holds one (sorted by name). Plain files among the paths
+    (import_report.json in a `.kb/*` glob) are ignored.
 
     Raises:
-        ConfigError: a path is not a directory, holds no problem, or two problems share a name.
+        ConfigError: a path does not exist, a dir holds no problem, or two problems share a name.
     """
     found: list[Path] = []
     for path in paths:
         if is_problem_dir(path):
             found.append(path)
             continue
+        if path.is_file():
+            continue
         if not path.is_dir():
-            msg = (
-                f"{path}: not a directory; give problem dirs (with definition.json) or dirs of them"
-            )
+            msg = f"{path}: no such directory; give problem dirs (with definition.json) or dirs"
             raise ConfigError(msg)
         subdirs = sorted(p for p in path.iterdir() if p.is_dir() and is_problem_dir(p))
         if not subdirs:
@@ -68,6 +69,9 @@ def find_problem_dirs(paths: Sequence[Path]) -> list[Path]:
             )
             raise ConfigError(msg)
         found.extend(subdirs)
+    if not found:
+        msg = f"no problem dirs among {[str(p) for p in paths]} (only files)"
+        raise ConfigError(msg)
     seen: dict[str, Path] = {}
     for path in found:
         if path.name in seen:
