@@ -6,6 +6,10 @@
 # Stages (STAGES, comma-separated, run in the order given; default "tests,campaign"):
 #   bench     scripts/bench_campaign.py (docs/benchmarks.md): $OUT/bench_campaign.{json,md,log};
 #             BENCH_ARGS: extra options, e.g. "--problems rmsnorm,rope --total-time-s 400"
+#   suite     scripts/bench_suite.py on the problem dirs in SUITE_PROBLEMS (default .kb/*, converted
+#             KernelBench problems carried there) for SUITE_TIME seconds (default 400; a timeout
+#             90 s longer stops it, and the outputs written after each problem remain):
+#             $OUT/suite.{json,md,log}; SUITE_ARGS: extra options, e.g. "--budget 8"
 #   tests     the gpu-marked tests: 4 xdist workers (file-grouped), then the hostile GPU suite
 #             alone (it times kernels that never finish): $OUT/gpu_tests*.log
 #   hostile   the hostile GPU suite alone (part of `tests`): $OUT/gpu_tests_hostile.log
@@ -57,6 +61,15 @@ stage_bench() {
     --json "$OUT/bench_campaign.json" --markdown "$OUT/bench_campaign.md" ${BENCH_ARGS:-} \
     > "$OUT/bench_campaign.log" 2>&1
   echo "bench exit status: $?"; tail -3 "$OUT/bench_campaign.log"; cat "$OUT/bench_campaign.md"
+}
+stage_suite() {
+  echo "== suite benchmark (offline team)"
+  local time_s=${SUITE_TIME:-400}
+  # shellcheck disable=SC2086  # SUITE_PROBLEMS is a glob of problem dirs, SUITE_ARGS a list of options
+  timeout $((time_s + 90)) python3 scripts/bench_suite.py ${SUITE_PROBLEMS:-.kb/*} --device cuda \
+    --total-time-s "$time_s" --out /tmp/kernelarc-suite --json "$OUT/suite.json" \
+    --markdown "$OUT/suite.md" ${SUITE_ARGS:-} > "$OUT/suite.log" 2>&1
+  echo "bench_suite exit status: $?"; tail -3 "$OUT/suite.log"; cat "$OUT/suite.md"
 }
 stage_kernelgen() {
   echo "== kernelgen gpu tests"

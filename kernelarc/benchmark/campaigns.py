@@ -1,13 +1,16 @@
 """The campaign benchmark's runs: one offline campaign per problem, then missing baselines.
 
-Place in the flow: `scripts/bench_campaign.py` parses its options into `BenchSettings` and calls
-`run_bench`. Per problem: compose the campaign config exactly as `kernelarc campaign` does (Hydra,
-conf/, the offline team) with the bench's overrides, run the campaign with the time left until the
-problem's deadline as its wall-clock budget (`budget.time_s`: no proposal after it, no candidate
-that is not expected to finish before it), then evaluate the torch.compile variants the campaign did
-not (compile default and max-autotune), through the same sandbox and timing protocol. Rows
-(report.py) and the JSON/markdown outputs are rewritten after every problem, so a run cut short
-still leaves its finished problems.
+Place in the flow: `scripts/bench_campaign.py` (built-in problems) and `scripts/bench_suite.py`
+(problem dirs, through `kernelarc.benchmark.suite`) parse their options into `BenchSettings` and
+call `run_bench`. Per problem: compose the campaign config exactly as `kernelarc campaign` does
+(Hydra, conf/, the offline team) with the bench's overrides, run the campaign with the time left
+until the problem's deadline as its wall-clock budget (`budget.time_s`: no proposal after it, no
+candidate that is not expected to finish before it), then evaluate the torch.compile variants the
+campaign did not (compile default and max-autotune) and the rounds each needs for a confidence
+interval, through the same sandbox and timing protocol, never past the end of the problem's time
+slice (a baseline not measured in time stays NOT_RUN). A problem that raises is recorded as failed
+and the run goes on. Rows (report.py) and the JSON/markdown outputs are rewritten after every
+problem, so a run cut short still leaves its finished problems.
 """
 
 import importlib.util
@@ -27,12 +30,16 @@ from kernelarc.agents.compiler_agent import VARIANTS, render_compiled_source
 from kernelarc.agents.proposals import build_proposal
 from kernelarc.benchmark.report import (
     BASELINE_DEFAULT,
-    BASELINE_PREFIX,
+    CI_METHOD,
+    COMPILE_PREFIX,
+    MAX_AUTOTUNE,
     BaselineRun,
     ProblemRow,
     baseline_runs_from_attempts,
     build_row,
     markdown_table,
+    measured,
+    merge_runs,
     summarize,
     trace_latencies,
 )
@@ -76,7 +83,7 @@ class BenchSettings:
     device: str
     """Resolved device: `cpu` or `cuda`."""
     problems: list[str]
-    """Built-in problem names, in run order."""
+    """Built-in problem names or problem dirs (with definition.json), in run order."""
     workloads: str
     """Workload file of each problem dir."""
     out: Path
@@ -99,6 +106,11 @@ class BenchSettings:
     """Where to write the JSON (default out/bench.json)."""
     markdown_path: Path | None = None
     """Where to write the markdown table (default out/bench.md)."""
+    baselines: list[str] | None = None
+    """torch.compile variants to measure after each campaign (None: `wanted_baselines`)."""
+    baseline_rounds: int = 2
+    """Evaluations of each measured baseline and of the fastest compile variant (campaign
+    attempts and guard re-timings count), so their latencies get a confidence interval."""
 
 
 def default_problems(workloads: str) -> list[str]:
@@ -153,14 +165,26 @@ def compose_config(overrides: Sequence[str]) -> CampaignConfig:
     return cfg
 
 
+def is_problem_dir(path: Path) -> bool:
+    """A directory holding a definition.json."""
+    return (path / "definition.json").is_file()
+
+
+def problem_label(spec: str) -> str:
+    """A problem's name in rows and run dirs: the built-in name or the dir's name."""
+    return Path(spec).name if is_problem_dir(Path(spec)) else spec
+
+
 def bench_problem(name: str, settings: BenchSettings) -> str:
-    """The `problem=` value: the built-in name, or a trimmed copy under out/problems/."""
+    """The `problem=` value: the built-in name or the dir, or a trimmed copy under
+    out/problems/."""
+    given = Path(name)
+    own_dir = is_problem_dir(given)
     if settings.max_workloads <= 0:
-        return name
-    source = builtin_dir() / name
-    target = settings.out / "problems" / name
-    target.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source / "definition.json", target / "definition.json")
+        return str(given.resolve()) if own_dir else name
+    source = given if own_dir else builtin_dir() / name
+    target = settings.out / "problems" / problem_label(name)
+    shutil.copytree(source, target, dirs_exist_ok=True)
     lines = (source / settings.workloads).read_text(encoding="utf-8").splitlines()
     kept = [line for line in lines if line.strip()][-settings.max_workloads :]
     (target / settings.workloads).write_text("\n".join(kept) + "\n", encoding="utf-8")
@@ -174,7 +198,7 @@ def campaign_overrides(
     campaign's wall-clock budget (None: none)."""
     budget_time = [f"budget.time_s={max(1.0, time_s):.1f}"] if time_s is not None else []
     return [
-        f"name=bench-{name}",
+        f"name=bench-{problem_label(name)}",
         f"problem={bench_problem(name, settings)}",
         f"workloads={settings.workloads}",
         f"device={settings.device}",
@@ -202,28 +226,65 @@ def _baseline_proposal(problem: Problem, tag: str) -> Proposal:
 
 
 def wanted_baselines(device: str) -> tuple[str, ...]:
-    """Variants every row needs: compile default and max-autotune (on CUDA with and without CUDA
-    graphs: graphs copy every fresh input address into static buffers, so either can be faster;
-    T_b is the faster)."""
+    """Variants every row needs: compile default and max-autotune (`MAX_AUTOTUNE`); on CUDA also
+    max-autotune without CUDA graphs (graphs copy every fresh input address into static buffers,
+    so either can be faster), a candidate for the best compile variant, never a stand-in for
+    max-autotune."""
     if device == "cuda":
-        return (BASELINE_DEFAULT, "compile-max-autotune-no-cudagraphs", "compile-max-autotune")
-    return (BASELINE_DEFAULT, "compile-max-autotune-no-cudagraphs")
+        return (BASELINE_DEFAULT, "compile-max-autotune-no-cudagraphs", MAX_AUTOTUNE["cuda"])
+    return (BASELINE_DEFAULT, MAX_AUTOTUNE["cpu"])
+
+
+def baseline_plan(runs: Sequence[BaselineRun], wanted: Sequence[str], rounds: int) -> list[str]:
+    """The next variant to evaluate (as a one-item list; empty: done): a wanted variant with
+    fewer than `rounds` PASSED evaluations, then the fastest PASSED compile variant likewise. A
+    variant that failed is not evaluated again (it stays failed, with its status)."""
+    merged = merge_runs(r for r in runs if r.variant.startswith(COMPILE_PREFIX))
+
+    def short(tag: str) -> bool:
+        run = merged.get(tag)
+        if run is None:
+            return True
+        return run.status == EvalStatus.PASSED and 1 + len(run.rounds_ms) < rounds
+
+    for tag in wanted:
+        if short(tag):
+            return [tag]
+    fastest: tuple[float, str] | None = None
+    for tag, run in merged.items():
+        value = measured(run.latencies_ms, (), list(run.latencies_ms))
+        passed = run.status == EvalStatus.PASSED and value is not None
+        if passed and value is not None and (fastest is None or value.ms < fastest[0]):
+            fastest = (value.ms, tag)
+    if fastest is not None and short(fastest[1]):
+        return [fastest[1]]
+    return []
 
 
 def measure_baselines(
-    cfg: CampaignConfig, problem: Problem, device: str, attempts: Sequence[Attempt], log: Log
+    cfg: CampaignConfig,
+    problem: Problem,
+    device: str,
+    attempts: Sequence[Attempt],
+    log: Log,
+    *,
+    wanted: Sequence[str] | None = None,
+    rounds: int = 2,
+    deadline: float | None = None,
 ) -> list[BaselineRun]:
-    """Evaluate the baseline variants the campaign did not, with the campaign's protocol.
-
-    If no max-autotune variant passes, the one without CUDA graphs is tried as well.
-    """
-    have = {run.variant for run in baseline_runs_from_attempts(attempts)}
-    todo = [v for v in wanted_baselines(device) if v not in have]
-    sandbox = make_sandbox(cfg.sandbox.kind, **cfg.sandbox.options())
-    if todo:  # the first baseline's runner imports torch while the rest is set up
-        sandbox.prepare(
-            "cuda" if device == "cuda" else "cpu", cfg.eval.timeout_s, str(problem.path.resolve())
+    """Evaluate the baseline variants the campaign did not, with the campaign's protocol, until
+    each wanted variant and the fastest compile variant have `rounds` PASSED evaluations (or
+    failed: never replaced by another variant), stopping at `deadline` (time.monotonic)."""
+    wanted = list(wanted_baselines(device) if wanted is None else wanted)
+    known = [tag for tag in wanted if tag in {v.tag for v in VARIANTS}]
+    if len(known) != len(wanted):
+        msg = f"unknown baseline variants {sorted(set(wanted) - set(known))}; known: " + ", ".join(
+            v.tag for v in VARIANTS if v.compiled
         )
+        raise ConfigError(msg)
+    campaign_runs = baseline_runs_from_attempts(attempts)
+    sandbox = make_sandbox(cfg.sandbox.kind, **cfg.sandbox.options())
+    target = "cuda" if device == "cuda" else "cpu"
     warmup, iterations = cfg.eval.timing_for(device)
     runs: list[BaselineRun] = []
 
@@ -233,7 +294,7 @@ def measure_baselines(
             definition=problem.definition,
             workloads=list(problem.workloads),
             solution=proposal.solution,
-            device="cuda" if device == "cuda" else "cpu",
+            device=target,
             seed=cfg.eval.seed,
             correctness_rounds=cfg.eval.correctness_rounds,
             timing=TimingConfig(
@@ -257,16 +318,16 @@ def measure_baselines(
         shown = f"{score.latency_ms:.4g} ms" if score.latency_ms else ""
         log(f"  baseline {tag}: {score.status} {shown} ({time.monotonic() - started:.0f} s)")
 
+    prepared = False
     try:
-        for tag in todo:
-            evaluate(tag)
-        all_runs = [*baseline_runs_from_attempts(attempts), *runs]
-        passing = [
-            r for r in all_runs if r.variant.startswith(BASELINE_PREFIX) and r.status == "PASSED"
-        ]
-        fallback = "compile-max-autotune-no-cudagraphs"
-        if not passing and fallback not in {r.variant for r in all_runs}:
-            evaluate(fallback)
+        while todo := baseline_plan([*campaign_runs, *runs], known, rounds):
+            if deadline is not None and time.monotonic() >= deadline:
+                log(f"  baselines: out of time before {todo[0]} (it stays as measured so far)")
+                break
+            if not prepared:
+                sandbox.prepare(target, cfg.eval.timeout_s, str(problem.path.resolve()))
+                prepared = True
+            evaluate(todo[0])
     finally:
         sandbox.close()
     return runs
@@ -299,20 +360,26 @@ class ProblemResult:
 
 
 def run_problem(
-    name: str, settings: BenchSettings, deadline: float | None, log: Log
+    name: str,
+    settings: BenchSettings,
+    deadline: float | None,
+    log: Log,
+    baseline_deadline: float | None = None,
 ) -> ProblemResult:
     """One campaign (its time budget ends at `deadline`, time.monotonic), then its missing
-    baselines, then its row."""
+    baselines (none started after `baseline_deadline`), then its row."""
+    label = problem_label(name)
     time_s = deadline - time.monotonic() if deadline is not None else None
     cfg = compose_config(campaign_overrides(name, settings, time_s))
-    run_dir = settings.out / "runs" / name
+    run_dir = settings.out / "runs" / label
     if run_dir.exists():
         shutil.rmtree(run_dir)
     tracker = make_tracker("none")
     started = time.monotonic()
     limit = f"{cfg.budget.time_s:.0f} s" if cfg.budget.time_s else "none"
-    log(f"== {name}: budget {cfg.budget.candidates}, time limit {limit}, team {cfg.agents.team}")
-    summary = run_campaign(cfg, run_dir, tracker, _progress(name, started, log))
+    team = ", ".join(spec.kind for spec in cfg.agents.team)
+    log(f"== {label}: budget {cfg.budget.candidates}, time limit {limit}, team {team}")
+    summary = run_campaign(cfg, run_dir, tracker, _progress(label, started, log))
     campaign_wall = time.monotonic() - started
     attempts = read_attempts(run_dir / "attempts.jsonl")
     record = read_campaign_record(run_dir)
@@ -323,8 +390,17 @@ def run_problem(
         f"{campaign_wall:.0f} s"
     )
     b_started = time.monotonic()
-    runs = measure_baselines(cfg, problem, summary.device, attempts, log)
-    row = build_row(name, attempts, record, runs)
+    runs = measure_baselines(
+        cfg,
+        problem,
+        summary.device,
+        attempts,
+        log,
+        wanted=settings.baselines,
+        rounds=settings.baseline_rounds,
+        deadline=baseline_deadline,
+    )
+    row = build_row(label, attempts, record, runs)
     return ProblemResult(
         row=row,
         run_dir=str(run_dir),
@@ -348,13 +424,38 @@ def machine_facts(device: str) -> dict[str, str]:
     return facts
 
 
-def write_outputs(
-    settings: BenchSettings,
-    results: dict[str, ProblemResult],
-    skipped: dict[str, str],
-    meta: dict[str, Any],
-) -> tuple[Path, Path]:
+@dataclass
+class BenchProgress:
+    """What a bench run has so far (written after every problem)."""
+
+    meta: dict[str, Any]
+    """command, date, machine."""
+    results: dict[str, ProblemResult] = field(default_factory=dict)
+    """Finished problems by label."""
+    failed: dict[str, str] = field(default_factory=dict)
+    """Problems that raised: label -> `ErrorType: message`."""
+    not_reached: dict[str, str] = field(default_factory=dict)
+    """Problems not started before the total time ran out: label -> why."""
+    sources: dict[str, str] = field(default_factory=dict)
+    """Label -> the problem as given (built-in name or dir)."""
+
+
+Writer = Callable[[BenchSettings, BenchProgress], tuple[Path, Path]]
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file and a rename, so a run killed mid-write leaves the previous
+    complete file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(f".{path.name}.tmp")
+    staging.write_text(text, encoding="utf-8")
+    staging.replace(path)
+
+
+def write_outputs(settings: BenchSettings, progress: BenchProgress) -> tuple[Path, Path]:
     """bench.json and bench.md (rewritten after each problem)."""
+    results, meta = progress.results, progress.meta
+    skipped = {**progress.failed, **progress.not_reached}
     rows = [r.row for r in results.values()]
     summary = summarize(rows)
     json_path = settings.json_path or settings.out / "bench.json"
@@ -362,62 +463,73 @@ def write_outputs(
     data = {
         **meta,
         "settings": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(settings).items()},
+        "ci_method": CI_METHOD,
         "rows": [r.as_dict() for r in rows],
         "summary": asdict(summary),
         "problems": {
             name: {k: v for k, v in asdict(res).items() if k != "row"}
             for name, res in results.items()
         },
+        "failed": progress.failed,
+        "not_reached": progress.not_reached,
         "skipped": skipped,
     }
-    for path in (json_path, md_path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
+    write_text_atomic(json_path, json.dumps(data, indent=2, default=str) + "\n")
     header = (
         f"Offline team, budget {settings.budget}, seed {settings.seed}, {settings.device} "
         f"({meta['machine'].get('gpu', '')}), {meta['date']}\n\n"
     )
     skipped_lines = "".join(f"\nNot run: {k} ({v})." for k, v in skipped.items())
-    md_path.write_text(header + markdown_table(rows) + skipped_lines, encoding="utf-8")
+    write_text_atomic(md_path, header + markdown_table(rows) + skipped_lines)
     return json_path, md_path
 
 
 def run_bench(
-    settings: BenchSettings, command: Sequence[str], log: Log = print
-) -> list[ProblemRow]:
-    """Every problem in order, within the time limits; returns the rows."""
+    settings: BenchSettings,
+    command: Sequence[str],
+    log: Log = print,
+    writer: Writer = write_outputs,
+) -> BenchProgress:
+    """Every problem in order, within the time limits, `writer` after each; a problem that
+    raises is recorded as failed and the run goes on. Returns what was measured."""
     settings.out.mkdir(parents=True, exist_ok=True)
-    meta = {
-        "command": " ".join(command),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": machine_facts(settings.device),
-    }
-    log(f"machine: {meta['machine']}")
+    progress = BenchProgress(
+        meta={
+            "command": " ".join(command),
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
+            "machine": machine_facts(settings.device),
+        }
+    )
+    progress.sources = {problem_label(spec): spec for spec in settings.problems}
+    log(f"machine: {progress.meta['machine']}")
     start = time.monotonic()
-    results: dict[str, ProblemResult] = {}
-    skipped: dict[str, str] = {}
-    for i, name in enumerate(settings.problems):
+    writer(settings, progress)
+    for i, spec in enumerate(settings.problems):
+        name = problem_label(spec)
         now = time.monotonic()
         deadline: float | None = None
+        slice_end: float | None = None
         if settings.total_time_s > 0:
             left = start + settings.total_time_s - now
             if left <= 0:
-                skipped[name] = f"total time {settings.total_time_s:g} s used up"
-                log(f"== {name}: skipped ({skipped[name]})")
+                progress.not_reached[name] = f"total time {settings.total_time_s:g} s used up"
+                log(f"== {name}: not reached ({progress.not_reached[name]})")
                 continue
+            slice_end = now + left / (len(settings.problems) - i)
             deadline = now + CAMPAIGN_SHARE * left / (len(settings.problems) - i)
         if settings.campaign_time_s > 0:
             own = now + settings.campaign_time_s
             deadline = own if deadline is None else min(deadline, own)
         try:
-            results[name] = run_problem(name, settings, deadline, log)
-        except ConfigError as exc:
-            skipped[name] = f"error: {exc}"
-            log(f"== {name}: {skipped[name]}")
-        write_outputs(settings, results, skipped, meta)
-    json_path, md_path = write_outputs(settings, results, skipped, meta)
-    rows = [r.row for r in results.values()]
+            progress.results[name] = run_problem(spec, settings, deadline, log, slice_end)
+        except Exception as exc:  # one problem's crash must not end the run
+            progress.failed[name] = f"{type(exc).__name__}: {exc}"
+            log(f"== {name}: failed: {progress.failed[name]}")
+            logger.debug("problem %s failed", name, exc_info=True)
+        writer(settings, progress)
+    json_path, md_path = writer(settings, progress)
+    rows = [r.row for r in progress.results.values()]
     log("")
     log(markdown_table(rows))
     log(f"total {time.monotonic() - start:.0f} s; wrote {json_path} and {md_path}")
-    return rows
+    return progress

@@ -1,20 +1,26 @@
-"""The campaign benchmark's setup: composed configs, trimmed problems, the campaign time budget,
-the baselines it still needs. (The runs themselves need minutes; see docs/benchmarks.md.)"""
+"""The campaign benchmark's setup: composed configs, trimmed problems and problem dirs, the
+campaign time budget, the baselines it still needs and how often. (The runs themselves need
+minutes; see docs/benchmarks.md and tests/benchmark/test_suite.py.)"""
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from kernelarc.benchmark.campaigns import (
     BenchSettings,
+    baseline_plan,
     campaign_overrides,
     compose_config,
     default_problems,
+    measure_baselines,
+    problem_label,
     wanted_baselines,
 )
+from kernelarc.benchmark.report import BaselineRun
 from kernelarc.config import OFFLINE_STRATEGIES
 from kernelarc.errors import ConfigError
-from kernelarc.problems.builtin_set import builtin_names, resolve_problem
+from kernelarc.problems.builtin_set import builtin_dir, builtin_names, resolve_problem
 from kernelarc.problems.files import load_problem
 
 
@@ -74,3 +80,54 @@ def test_baselines_per_device() -> None:
         "compile-max-autotune",
     )
     assert wanted_baselines("cpu") == ("compile-default", "compile-max-autotune-no-cudagraphs")
+
+
+def _run(variant: str, status: str = "PASSED", ms: float = 1.0, rounds: int = 0) -> BaselineRun:
+    latencies = {"w0": ms} if status == "PASSED" else {}
+    extra = [{"w0": ms}] * rounds if status == "PASSED" else []
+    return BaselineRun(variant, status, latencies, {}, "campaign attempt 0", rounds_ms=extra)
+
+
+def test_baseline_plan_repeats_each_wanted_variant_and_never_retries_a_failed_one() -> None:
+    wanted = ("compile-default", "compile-max-autotune")
+    assert baseline_plan([], wanted, rounds=2) == ["compile-default"]
+    runs = [_run("compile-default", ms=2.0)]
+    assert baseline_plan(runs, wanted, rounds=2) == ["compile-default"]
+    runs.append(_run("compile-default", ms=2.1))
+    assert baseline_plan(runs, wanted, rounds=2) == ["compile-max-autotune"]
+    # A failed max-autotune stays failed: not evaluated again, no other variant in its place.
+    runs.append(_run("compile-max-autotune", status="RUNTIME_ERROR"))
+    assert baseline_plan(runs, wanted, rounds=2) == []
+
+
+def test_baseline_plan_repeats_the_fastest_compile_variant_for_its_interval() -> None:
+    """The campaign's compile-static-fullgraph attempt (one timing, the fastest) gets a second
+    round; guard re-timing rounds of it count."""
+    wanted = ("compile-default",)
+    runs = [_run("compile-default", ms=2.0, rounds=1), _run("compile-static-fullgraph", ms=1.0)]
+    assert baseline_plan(runs, wanted, rounds=2) == ["compile-static-fullgraph"]
+    retimed = [runs[0], _run("compile-static-fullgraph", ms=1.0, rounds=1)]
+    assert baseline_plan(retimed, wanted, rounds=2) == []
+
+
+def test_unknown_baseline_variant_is_a_config_error(tmp_path: Path) -> None:
+    problem = resolve_problem("rmsnorm")
+    cfg = compose_config(campaign_overrides("rmsnorm", _settings(tmp_path, device="cpu")))
+    with pytest.raises(ConfigError, match="unknown baseline variants \\['compile-fast'\\]"):
+        measure_baselines(cfg, problem, "cpu", [], print, wanted=["compile-fast"])
+
+
+def test_a_problem_dir_is_run_from_its_path(tmp_path: Path) -> None:
+    source = tmp_path / "src" / "my_norm"
+    shutil.copytree(builtin_dir() / "rmsnorm", source)
+    (source / "notes.txt").write_text("kept\n")
+    settings = _settings(tmp_path / "out", problems=[str(source)])
+    assert problem_label(str(source)) == "my_norm"
+    cfg = compose_config(campaign_overrides(str(source), settings))
+    assert (cfg.problem, cfg.name) == (str(source.resolve()), "bench-my_norm")
+    trimmed = _settings(tmp_path / "out", problems=[str(source)], max_workloads=1)
+    copy = Path(compose_config(campaign_overrides(str(source), trimmed)).problem)
+    assert copy == tmp_path / "out" / "problems" / "my_norm"
+    assert (copy / "notes.txt").read_text() == "kept\n"
+    lines = (copy / "workload_gpu.jsonl").read_text().splitlines()
+    assert len(lines) == 1

@@ -1,19 +1,19 @@
 """The campaign benchmark's table, built from campaign records (no clocks, no GPU).
 
-Two sources of records: hand-built attempts with chosen latencies (every number in a row is
-then recomputed here from those inputs), and the records of a real CPU run of
-scripts/bench_campaign.py kept in tests/samples/bench/ (attempts.jsonl, campaign.json,
+Two sources of records: hand-built attempts with chosen latencies (tests/benchmark/records.py;
+every number in a row is then recomputed here from those inputs), and the records of a real CPU
+run of scripts/bench_campaign.py kept in tests/samples/bench/ (attempts.jsonl, campaign.json,
 bench.json), against which the row is recomputed independently from the raw traces.
 """
 
 import json
 import math
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from kernelarc.benchmark.report import (
+    CI_METHOD,
     TABLE_HEADER,
     BaselineRun,
     build_row,
@@ -23,141 +23,44 @@ from kernelarc.benchmark.report import (
     markdown_table,
     summarize,
 )
-from kernelarc.campaign.run_record import CampaignRecord, CampaignRoofline, read_campaign_record
-from kernelarc.guard.ceilings import ResolvedCeiling
+from kernelarc.campaign.run_record import read_campaign_record
 from kernelarc.guard.score import sol_score
-from kernelarc.schema import (
-    Attempt,
-    BuildSpec,
-    Correctness,
-    Environment,
-    EvalStatus,
-    Evaluation,
-    Performance,
-    Proposal,
-    Solution,
-    SourceFile,
-    Trace,
-    Verdict,
-    Workload,
-    proposal_id_for,
-)
+from kernelarc.schema import Attempt, Verdict
 from kernelarc.schema.guard_record import RooflineBound
 from kernelarc.tracking.attempts_log import read_attempts
+from tests.benchmark.records import (
+    REFERENCE_MS,
+    UUIDS,
+    make_attempt,
+    make_record,
+    memory_bounds,
+)
 
 RECORDED = Path(__file__).resolve().parents[1] / "samples" / "bench" / "rmsnorm"
-UUIDS = ("w0", "w1")
-REFERENCE_MS = (2.0, 4.0)
-
-
-def _attempt(
-    index: int,
-    latencies: Sequence[float] | None,
-    verdict: Verdict,
-    *,
-    agent: str = "triton_template",
-    knobs: dict[str, str | int | float | bool] | None = None,
-) -> Attempt:
-    """An attempt over workloads w0, w1; latencies None: it failed correctness."""
-    solution = Solution(
-        name=f"p-{agent}-{index}",
-        definition="p",
-        author=agent,
-        spec=BuildSpec(languages=["pytorch"], target_hardware=["LOCAL"], entry_point="k.py::run"),
-        sources=[SourceFile(path="k.py", content=f"def run(x):\n    return x  # {index}\n")],
-    )
-    status = EvalStatus.PASSED if latencies is not None else EvalStatus.INCORRECT_NUMERICAL
-    traces = [
-        Trace(
-            definition="p",
-            solution=solution.name,
-            workload=Workload(uuid=uuid, axes={"T": 8}),
-            evaluation=Evaluation(
-                status=status,
-                environment=Environment(hardware="NVIDIA H200"),
-                timestamp="2026-12-02T10:00:00+00:00",
-                correctness=Correctness(max_absolute_error=1e-3),
-                performance=(
-                    Performance(
-                        latency_ms=latencies[n],
-                        reference_latency_ms=REFERENCE_MS[n],
-                        speedup_factor=REFERENCE_MS[n] / latencies[n],
-                    )
-                    if latencies is not None
-                    else None
-                ),
-            ),
-        )
-        for n, uuid in enumerate(UUIDS)
-    ]
-    return Attempt(
-        index=index,
-        problem="p",
-        proposal=Proposal(
-            id=proposal_id_for(solution),
-            agent=agent,
-            strategy=agent,
-            solution=solution,
-            knobs=knobs or {},
-        ),
-        status=status,
-        traces=traces,
-        latency_ms=geomean(latencies) if latencies is not None else None,
-        verdict=verdict,
-        started_at="2026-12-02T10:00:00+00:00",
-        finished_at="2026-12-02T10:00:01+00:00",
-        confirmed=verdict == Verdict.NEW_BEST,
-    )
-
-
-def _record(best: Attempt | None, bounds: list[RooflineBound]) -> CampaignRecord:
-    ceiling = ResolvedCeiling(
-        key="NVIDIA H200", copy_bytes_per_s=4e12, matmul_flops_per_s=8e14, source="cache"
-    )
-    return CampaignRecord(
-        name="bench-p",
-        problem="p",
-        problem_dir="p",
-        source_problem_dir="p",
-        workloads="workload_gpu.jsonl",
-        device="cuda",
-        seed=0,
-        started_at="2026-12-02T10:00:00+00:00",
-        status="FINISHED",
-        best_proposal_id=best.proposal.id if best else None,
-        roofline=CampaignRoofline(ceiling=ceiling, bounds=bounds),
-    )
-
-
-def _memory_bounds(t_sol: Sequence[float]) -> list[RooflineBound]:
-    """Bounds set by bytes (4e12 B/s): bound_ms = bytes / 4e9."""
-    return [
-        RooflineBound(workload=u, bound_ms=t, bytes=t * 4e9, flops=0.0)
-        for u, t in zip(UUIDS, t_sol, strict=True)
-    ]
+NO_GRAPHS = "compile-max-autotune-no-cudagraphs"
 
 
 @pytest.fixture
 def campaign() -> list[Attempt]:
     return [
-        _attempt(
+        make_attempt(
             0,
             REFERENCE_MS,
             Verdict.NEW_BEST,
             agent="compiler",
             knobs={"variant": "eager", "compiled": False},
         ),
-        _attempt(
+        make_attempt(
             1,
             (1.0, 2.0),
             Verdict.NEW_BEST,
             agent="compiler",
-            knobs={"variant": "compile-max-autotune-no-cudagraphs", "compiled": True},
+            knobs={"variant": NO_GRAPHS, "compiled": True},
         ),
-        _attempt(2, None, Verdict.FAILED),
-        _attempt(3, (0.54, 1.08), Verdict.NEW_BEST),
-        _attempt(4, (0.45, 0.9), Verdict.CHALLENGER),  # faster, but the guard did not accept it
-        _attempt(5, (0.5, 1.0), Verdict.NEW_BEST),
+        make_attempt(2, None, Verdict.FAILED),
+        make_attempt(3, (0.54, 1.08), Verdict.NEW_BEST),
+        make_attempt(4, (0.45, 0.9), Verdict.CHALLENGER),  # faster, but the guard did not accept it
+        make_attempt(5, (0.5, 1.0), Verdict.NEW_BEST),
     ]
 
 
@@ -167,7 +70,7 @@ def test_row_numbers_follow_from_the_records(campaign: list[Attempt]) -> None:
         BaselineRun("compile-default", "PASSED", {"w0": 1.5, "w1": 3.0}, {}, "bench"),
         BaselineRun("compile-max-autotune", "PASSED", {"w0": 0.9, "w1": 1.8}, {}, "bench"),
     ]
-    row = build_row("p", campaign, _record(campaign[5], _memory_bounds(t_sol)), extra)
+    row = build_row("p", campaign, make_record(campaign[5], memory_bounds(t_sol)), extra)
     best = (0.5, 1.0)
     t_b = (0.9, 1.8)  # the faster of the two max-autotune runs
     assert row.best_ms == pytest.approx(math.sqrt(best[0] * best[1]))
@@ -175,7 +78,16 @@ def test_row_numbers_follow_from_the_records(campaign: list[Attempt]) -> None:
     assert row.eager_ms == pytest.approx(math.sqrt(REFERENCE_MS[0] * REFERENCE_MS[1]))
     assert row.compile_ms == pytest.approx(math.sqrt(1.5 * 3.0))
     assert row.max_autotune_ms == pytest.approx(math.sqrt(t_b[0] * t_b[1]))
-    assert row.max_autotune_variant == "compile-max-autotune (bench)"
+    assert (row.max_autotune_variant, row.max_autotune_status) == ("compile-max-autotune", "PASSED")
+    # The fastest PASSED compile variant: max-autotune (0.9, 1.8) beats the campaign's
+    # no-cudagraphs attempt (1.0, 2.0) and compile default (1.5, 3.0).
+    assert row.best_compile_variant == "compile-max-autotune"
+    assert row.best_compile_ms == pytest.approx(math.sqrt(t_b[0] * t_b[1]))
+    assert row.speedup_vs_compile == pytest.approx(3.0)
+    assert row.speedup_vs_best_compile == pytest.approx(1.8)
+    assert (row.best_agent, row.best_family) == ("triton_template", "triton_template")
+    assert row.passed_families == ["compile", "eager", "triton_template"]
+    assert row.compile_variants[NO_GRAPHS]["source"] == "campaign attempt 1"
     assert row.roofline_ms == pytest.approx(math.sqrt(t_sol[0] * t_sol[1]))
     assert row.fraction_of_roofline == pytest.approx(0.8)
     assert row.speedup_vs_max_autotune == pytest.approx(1.8)
@@ -186,25 +98,126 @@ def test_row_numbers_follow_from_the_records(campaign: list[Attempt]) -> None:
     assert row.candidates_to_90 == 4
     assert (row.attempts, row.passed, row.memory_bound) == (6, 5, True)
     assert row.ceiling_source == "cache" and row.notes == []
+    # One timing each: no interval anywhere.
+    assert row.best_ci is None and row.speedup_vs_compile_ci is None
 
 
-def test_the_campaigns_own_max_autotune_attempt_is_t_b_when_nothing_else_ran(
+def test_another_max_autotune_variant_never_stands_in_for_max_autotune(
     campaign: list[Attempt],
 ) -> None:
-    row = build_row("p", campaign, _record(campaign[5], _memory_bounds((0.4, 0.8))))
-    assert row.max_autotune_ms == pytest.approx(math.sqrt(1.0 * 2.0))
-    assert row.max_autotune_variant == "compile-max-autotune-no-cudagraphs (campaign attempt 1)"
-    assert row.compile_ms is None
+    """On CUDA max-autotune is compile-max-autotune; the campaign's no-cudagraphs attempt is a
+    compile variant (here the fastest), not T_b."""
+    row = build_row("p", campaign, make_record(campaign[5], memory_bounds((0.4, 0.8))))
+    assert row.max_autotune_status == "NOT_RUN"
+    assert row.max_autotune_ms is None and row.speedup_vs_max_autotune is None
+    assert row.sol_score is None
+    assert row.best_compile_variant == NO_GRAPHS
+    assert row.best_compile_ms == pytest.approx(math.sqrt(1.0 * 2.0))
+    assert row.compile_ms is None and row.compile_status == "NOT_RUN"
+    assert row.notes == ["max-autotune (compile-max-autotune) NOT_RUN: no T_b, no speedup over it"]
+
+
+def test_a_failed_max_autotune_is_shown_failed_with_no_speedup_over_it(
+    campaign: list[Attempt],
+) -> None:
+    """The previous GPU run's failure mode: max-autotune RUNTIME_ERROR while another compile
+    variant passed. The row must say RUNTIME_ERROR, not report a speedup over something else."""
+    extra = [
+        BaselineRun("compile-default", "PASSED", {"w0": 1.5, "w1": 3.0}, {}, "bench"),
+        BaselineRun("compile-max-autotune", "RUNTIME_ERROR", {}, {}, "bench"),
+    ]
+    rows = [
+        build_row("p", campaign, make_record(campaign[5], memory_bounds((0.4, 0.8))), extra),
+        build_row(
+            "q",
+            campaign,
+            make_record(campaign[5], memory_bounds((0.4, 0.8))),
+            [
+                *extra[:1],
+                BaselineRun("compile-max-autotune", "PASSED", {"w0": 1.2, "w1": 2.4}, {}, "bench"),
+            ],
+        ),
+    ]
+    p, q = rows
+    assert (p.max_autotune_status, p.max_autotune_ms, p.speedup_vs_max_autotune) == (
+        "RUNTIME_ERROR",
+        None,
+        None,
+    )
+    assert p.sol_score is None
+    assert p.compile_variants["compile-max-autotune"]["status"] == "RUNTIME_ERROR"
+    assert p.best_compile_variant == NO_GRAPHS  # fastest PASSED; still not T_b
+    assert q.speedup_vs_max_autotune == pytest.approx(2.4)
+    summary = summarize(rows)
+    assert summary.max_autotune_not_passed == {"p": "RUNTIME_ERROR"}
+    assert summary.vs_max_autotune.problems == 1
+    assert summary.vs_max_autotune.geomean == pytest.approx(2.4)
+    table = markdown_table(rows)
+    p_line = next(line for line in table.splitlines() if line.startswith("| p |"))
+    cells = [c.strip() for c in p_line.strip("|").split("|")]
+    header = [c.strip() for c in TABLE_HEADER.strip("|").split("|")]
+    assert cells[header.index("max-autotune ms (T_b)")] == "RUNTIME_ERROR"
+    assert cells[header.index("x max-autotune [CI]")] == "-"
+    assert "max-autotune did not pass on: p RUNTIME_ERROR." in table
+
+
+def test_a_variant_that_fails_on_a_repeat_is_not_passed(campaign: list[Attempt]) -> None:
+    """The campaign's no-cudagraphs attempt PASSED, the bench's repeat of it crashed: the
+    variant is shown failed and cannot be the best compile variant."""
+    extra = [
+        BaselineRun(NO_GRAPHS, "RUNTIME_ERROR", {}, {}, "bench"),
+        BaselineRun("compile-default", "PASSED", {"w0": 1.5, "w1": 3.0}, {}, "bench"),
+    ]
+    row = build_row("p", campaign, make_record(campaign[5], memory_bounds((0.4, 0.8))), extra)
+    assert row.compile_variants[NO_GRAPHS]["status"] == "RUNTIME_ERROR"
+    assert row.compile_variants[NO_GRAPHS]["source"] == "campaign attempt 1, bench"
+    assert row.best_compile_variant == "compile-default"
+
+
+def test_speedup_intervals_come_from_both_latency_intervals() -> None:
+    """Best re-timed by the guard twice, compile default repeated: with three rounds of
+    per-round geometric means g, the 95% bootstrap interval of 2000 resamples is [min g, max g]
+    (each extreme is drawn with probability 1/27 > 2.5%), and the speedup's is
+    [base_lo / best_hi, base_hi / best_lo]."""
+    best_rounds = [(0.5, 1.0), (0.6, 1.1), (0.45, 0.95)]
+    base_rounds = [(1.5, 3.0), (1.4, 2.9), (1.7, 3.2)]
+    best = make_attempt(0, best_rounds[0], Verdict.NEW_BEST, retimed=best_rounds[1:])
+    extra = [
+        BaselineRun(
+            "compile-default",
+            "PASSED",
+            dict(zip(UUIDS, base_rounds[0], strict=True)),
+            {},
+            "bench",
+            rounds_ms=[dict(zip(UUIDS, r, strict=True)) for r in base_rounds[1:]],
+        )
+    ]
+    row = build_row("p", [best], make_record(best, memory_bounds((0.4, 0.8))), extra)
+    g_best = [geomean(list(r)) or 0.0 for r in best_rounds]
+    g_base = [geomean(list(r)) or 0.0 for r in base_rounds]
+    assert row.best_ms == pytest.approx(g_best[0])
+    assert row.best_ci == pytest.approx([min(g_best), max(g_best)])
+    assert row.compile_ci == pytest.approx([min(g_base), max(g_base)])
+    assert row.speedup_vs_compile == pytest.approx(g_base[0] / g_best[0])
+    assert row.speedup_vs_compile_ci == pytest.approx(
+        [min(g_base) / max(g_best), max(g_base) / min(g_best)]
+    )
+    low, high = row.speedup_vs_compile_ci or [0.0, 0.0]
+    assert low < (row.speedup_vs_compile or 0.0) < high
+    line = markdown_table([row]).splitlines()[2]
+    assert f"{row.speedup_vs_compile:.3g} [{low:.3g}, {high:.3g}]" in line
+    summary = summarize([row])
+    assert summary.vs_compile.ci == pytest.approx([low, high])
 
 
 def test_no_baseline_and_no_best_leave_gaps_with_a_note() -> None:
-    failed = [_attempt(0, None, Verdict.FAILED)]
-    row = build_row("p", failed, _record(None, _memory_bounds((0.4, 0.8))))
+    failed = [make_attempt(0, None, Verdict.FAILED)]
+    row = build_row("p", failed, make_record(None, memory_bounds((0.4, 0.8))))
     assert row.best_ms is None and row.fraction_of_roofline is None and row.sol_score is None
     assert row.candidates_to_90 is None and row.max_autotune_ms is None
-    assert row.notes == ["no passing torch.compile max-autotune run: no T_b"]
+    assert row.notes == ["max-autotune (compile-max-autotune) NOT_RUN: no T_b, no speedup over it"]
     failing_baseline = [BaselineRun("compile-max-autotune", "RUNTIME_ERROR", {}, {}, "bench")]
-    row = build_row("p", failed, _record(None, _memory_bounds((0.4, 0.8))), failing_baseline)
+    row = build_row("p", failed, make_record(None, memory_bounds((0.4, 0.8))), failing_baseline)
     assert row.max_autotune_ms is None
 
 
@@ -212,25 +225,27 @@ def test_compute_bound_when_flops_set_the_bound(campaign: list[Attempt]) -> None
     bounds = [
         RooflineBound(workload=u, bound_ms=1.0, bytes=1e6, flops=8e11) for u in UUIDS
     ]  # 8e11 FLOP at 8e14 FLOP/s = 1 ms; 1e6 B at 4e12 B/s = 0.25 us
-    row = build_row("p", campaign, _record(campaign[5], bounds))
+    row = build_row("p", campaign, make_record(campaign[5], bounds))
     assert row.memory_bound is False
 
 
 def test_incumbent_is_the_named_accepted_best(campaign: list[Attempt]) -> None:
-    assert incumbent(campaign, _record(campaign[3], [])) is campaign[3]
-    assert incumbent(campaign, _record(None, [])) is campaign[5]
+    assert incumbent(campaign, make_record(campaign[3], [])) is campaign[3]
+    assert incumbent(campaign, make_record(None, [])) is campaign[5]
     assert candidates_to_fraction(campaign, 0.5, 1.0) == 6
 
 
 def test_markdown_table_and_summary(campaign: list[Attempt]) -> None:
     extra = [BaselineRun("compile-max-autotune", "PASSED", {"w0": 0.9, "w1": 1.8}, {}, "bench")]
     rows = [
-        build_row("p", campaign, _record(campaign[5], _memory_bounds((0.4, 0.8))), extra),
-        build_row("q", campaign, _record(campaign[3], _memory_bounds((0.4, 0.8))), extra),
+        build_row("p", campaign, make_record(campaign[5], memory_bounds((0.4, 0.8))), extra),
+        build_row("q", campaign, make_record(campaign[3], memory_bounds((0.4, 0.8))), extra),
     ]
     summary = summarize(rows)
     vs_q = geomean([0.9 / 0.54, 1.8 / 1.08])
-    assert summary.geomean_speedup_vs_max_autotune == pytest.approx(math.sqrt(1.8 * vs_q))  # type: ignore[operator]
+    assert summary.vs_max_autotune.geomean == pytest.approx(math.sqrt(1.8 * vs_q))  # type: ignore[operator]
+    assert summary.vs_max_autotune.ci is None  # single timings: no interval
+    assert (summary.at_least_best_compile, summary.with_best_compile) == (2, 2)
     assert set(summary.memory_bound_fractions) == {"p", "q"}
     table = markdown_table(rows)
     lines = table.splitlines()
@@ -238,7 +253,10 @@ def test_markdown_table_and_summary(campaign: list[Attempt]) -> None:
     assert lines[1].count("---") == TABLE_HEADER.count("|") - 1
     assert lines[2].startswith("| p | memory | 2.828 |")
     assert lines[3].startswith("| q | memory |")
-    assert "Geometric-mean speedup over torch.compile max-autotune: " in table
+    assert (
+        "Geometric-mean speedup over max-autotune (compile-max-autotune), where it PASSED" in table
+    )
+    assert CI_METHOD in table
     assert "p 0.800" in table
 
 
@@ -250,7 +268,9 @@ def test_recorded_cpu_run_rebuilds_its_row() -> None:
     bench = json.loads((RECORDED / "bench.json").read_text())
     extra = [BaselineRun(**b) for b in bench["problems"]["rmsnorm"]["baselines"]]
     row = build_row("rmsnorm", attempts, record, extra)
-    assert set(row.as_dict()) == set(bench["rows"][0])
+    recorded_row = bench["rows"][0]
+    for key in ("best_ms", "compile_ms", "roofline_ms", "attempts", "passed"):
+        assert row.as_dict()[key] == pytest.approx(recorded_row[key]), key
     assert record.roofline is not None and record.roofline.ceiling.source == "config"
     uuids = [b.workload for b in record.roofline.bounds]
     best = next(a for a in attempts if a.proposal.id == record.best_proposal_id)
