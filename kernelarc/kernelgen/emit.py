@@ -8,7 +8,9 @@ roots need, so they can be computed first.
 
 Reductions run before the stores: all at once on a [XBLOCK, RBLOCK] tile holding whole rows
 (`persistent`), or each in its own loop over RBLOCK-wide chunks, with a last loop for the
-stores; later loops re-read their inputs (as Inductor's looped reductions do).
+stores; later loops re-read their inputs (as Inductor's looped reductions do). The column plan
+(`Space.column`: a reduction over a dim that is not the innermost) is the same code over other
+index variables: XBLOCK contiguous columns of one `yindex` per program, RBLOCK rows per step.
 """
 
 from dataclasses import replace
@@ -273,9 +275,19 @@ class KernelEmitter(ValueEmitter):
         params += ["XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
         body = []
         pid = "tl.program_id(0).to(tl.int64)" if wide else "tl.program_id(0)"
-        if self.space.is_reduction:
+        tiles = 1
+        if self.space.column:
+            # One program per (outer kept position, XBLOCK-wide tile of the inner ones).
+            tiles = -(-self.space.inner // self.launch.xblock)
+            body.append(f"pid = {pid}")
+            body.append("yindex = pid" if tiles == 1 else f"yindex = pid // {tiles}")
+            start = "" if tiles == 1 else f"(pid % {tiles}) * XBLOCK + "
+            body.append(f"xindex = {start}tl.arange(0, XBLOCK)[:, None]")
+            body.append(f"xmask = xindex < {self.space.inner}")
+        elif self.space.is_reduction:
             body.append(f"xindex = {pid} * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
             body.append(f"xmask = xindex < {self.space.xnumel}")
+        if self.space.is_reduction:
             body.append("rbase = tl.arange(0, RBLOCK)[None, :]" + (".to(tl.int64)" if wide else ""))
             if self.launch.persistent:
                 body.append("rindex = rbase")
@@ -286,7 +298,10 @@ class KernelEmitter(ValueEmitter):
         body.extend(self.kernel.lines)
         lines = ["@triton.jit", f"def {self.name}({', '.join(params)}):"]
         source = "\n".join(lines + [f"    {line}" for line in body]) + "\n"
-        grid = max(1, -(-self.space.xnumel // self.launch.xblock))
+        if self.space.column:
+            grid = self.space.ynumel * tiles
+        else:
+            grid = max(1, -(-self.space.xnumel // self.launch.xblock))
         return KernelSource(
             name=self.name,
             source=source,
