@@ -69,7 +69,7 @@ class KernelEmitter(ValueEmitter):
             self._scan(ref, index, needed, seen)
         order = [n for n in self.graph.nodes if n in needed]
         arg = any(self.graph.nodes[n].reduce_op in ("argmax", "argmin") for n in order)
-        if arg and not self.launch.persistent:
+        if arg and not self.launch.persistent and not self.space.column:
             self.launch = _whole_rows(self.launch, self.space, order[0])
         if self.launch.persistent or not self.space.is_reduction:
             for name in order:
@@ -123,6 +123,9 @@ class KernelEmitter(ValueEmitter):
                 continue  # computed in its max's loop
             if name in online:
                 self._emit_online(node, self.graph.node(online[name]))
+                continue
+            if node.reduce_op in ("argmax", "argmin"):
+                self._emit_looped_arg(node)
                 continue
             acc = f"acc_{len(self._reduced)}"
             acc_dtype = _acc_dtype(node)
@@ -211,6 +214,33 @@ class KernelEmitter(ValueEmitter):
         row = as_dtype(Val(f"tl.max({m}, 1)[:, None]", dtype), dtype)
         scaled = f'tl.where({m} == float("-inf"), 0.0, {acc} * tl.exp({m} - {row}))'
         self._reduced[sum_node.name] = self._finish(sum_node, Val(scaled, dtype))
+
+    def _emit_looped_arg(self, node: Node) -> None:
+        """An arg-reduction in a loop (column plan: the reduced axis is long and strided). Each
+        lane keeps its best value and where it saw it first (NaN counts as the largest, as in
+        torch); then the lanes' best value wins, the first index among equals."""
+        better = ">" if node.reduce_op == "argmax" else "<"
+        combine = "_kg_max" if node.reduce_op == "argmax" else "_kg_min"
+        v, i = f"acc_{len(self._reduced)}", f"acc_{len(self._reduced)}i"
+        ident = _identity(node.reduce_op, "float32")
+        self.kernel.lines.append(f"{v} = tl.full([XBLOCK, RBLOCK], {ident}, tl.float32)")
+        self.kernel.lines.append(f"{i} = tl.full([XBLOCK, RBLOCK], 0, tl.int64)")
+        self._open_loop()
+        assert self.loop is not None
+        x = as_dtype(self.value(node.args[0], self.space.full_index()), "float32")
+        self.loop.lines += [
+            f"{v}_x = {x}",
+            f"{v}_nan = ({v}_x != {v}_x) & ({v} == {v})",
+            f"{v}_take = xmask & rmask & (({v}_x {better} {v}) | {v}_nan)",
+            f"{v} = tl.where({v}_take, {v}_x, {v})",
+            f"{i} = tl.where({v}_take, rindex, {i})",
+        ]
+        self._close_loop()
+        rows = frozenset({X_NAME})
+        best = self.assign(f"tl.reduce({v}, 1, {combine})[:, None]", "float32", rows)
+        hit = f"({v} == {best.code}) | (({best.code} != {best.code}) & ({v} != {v}))"
+        found = f"tl.min(tl.where({hit}, {i}, {self.space.rnumel}), 1)[:, None]"
+        self._reduced[node.name] = self.assign(found, "int64", rows)
 
     def _is_row_root(self, ref: Ref) -> bool:
         count = 1
