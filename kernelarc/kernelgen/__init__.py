@@ -7,7 +7,8 @@ the generated source imports them when it runs in the sandbox.
 
 Pipeline per workload graph: decode and lower (`graph_ir`), split reductions with few outputs
 and long rows in two stages (`split_reductions`), schedule into torch calls and fused kernels
-(`schedule`, `emit`), render one plan per workload plus a dispatch on the input signature with
+(`schedule`, `emit`; a reduction over a dim that is not the last runs the column plan of
+`space`), render one plan per workload plus a dispatch on the input signature with
 the reference as fallback (`solution_source`).
 """
 
