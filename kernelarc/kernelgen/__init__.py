@@ -7,7 +7,8 @@ the generated source imports them when it runs in the sandbox.
 
 Pipeline per workload graph: decode and lower (`graph_ir`), split reductions with few outputs
 and long rows in two stages (`split_reductions`), schedule into torch calls and fused kernels
-(`schedule`, `emit`), render one plan per workload plus a dispatch on the input signature with
+(`schedule`, `emit`; a reduction over a dim that is not the last runs the column plan of
+`space`), render one plan per workload plus a dispatch on the input signature with
 the reference as fallback (`solution_source`).
 """
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 
 from kernelarc.kernelgen.graph_ir import MATMUL_TARGETS, GenerationError, build_graph
 from kernelarc.kernelgen.knobs import (
+    COLUMN_KNOBS,
     GEMM_KNOBS,
     KNOB_VALUES,
     POINTWISE_KNOBS,
@@ -55,7 +57,8 @@ class Generated:
     kernels: int
     """Fused kernels per call (the most over the plans)."""
     kinds: frozenset[str]
-    """Kinds of the kernels: pointwise, reduction, gemm."""
+    """Kinds of the kernels: pointwise, reduction (the row plan: the last dim reduced), column
+    (a reduction over a dim that is not the last: contiguous columns per program), gemm."""
     matmuls: bool
     """The graph has a matmul (as a GEMM kernel or a torch call)."""
     float32_matmuls: bool
@@ -70,6 +73,8 @@ class Generated:
     """Ops of the reductions split in two stages (of the plan with the most splits)."""
     splittable: bool = False
     """Some reduction is split at some value of SPLIT_R (the knob matters)."""
+    column_splittable: bool = False
+    """Some column reduction is split at some value of SPLIT_COL (the knob matters)."""
 
     def summary(self) -> str:
         """One line: kernels, torch calls, split reductions, coverage."""
@@ -99,7 +104,7 @@ def generate(
     skipped: list[str] = []
     notes: list[str] = []
     split: tuple[str, ...] = ()
-    splittable = False
+    splittable = column_splittable = False
     for traced in traces.workloads:
         if traced.graph is None:
             skipped.append(f"{traced.uuid}: trace failed: {traced.error}")
@@ -118,6 +123,7 @@ def generate(
         notes.extend(n for n in graph.notes if n not in notes)
         split = max(split, result.split, key=len)
         splittable = splittable or result.splittable
+        column_splittable = column_splittable or result.column_splittable
         plans.append(WorkloadPlan(traced.uuid, graph, sched))
     if not plans:
         reasons = "; ".join(dict.fromkeys(s.split(": ", 1)[1] for s in skipped))
@@ -153,12 +159,15 @@ def generate(
         skipped=tuple(skipped),
         split=split,
         splittable=splittable,
+        column_splittable=column_splittable,
     )
 
 
 def _kernel_kind(step: KernelStep) -> str:
     if isinstance(step.space, GemmSpace):
         return "gemm"
+    if step.space.column:
+        return "column"
     return "reduction" if step.space.is_reduction else "pointwise"
 
 
@@ -169,8 +178,12 @@ def relevant_knobs(generated: Generated) -> tuple[str, ...]:
         names.extend(POINTWISE_KNOBS)
     if "reduction" in generated.kinds:
         names.extend(REDUCTION_KNOBS)
+    if "column" in generated.kinds:
+        names.extend(n for n in COLUMN_KNOBS if n not in names)
     if generated.splittable:
         names.append("SPLIT_R")
+    if generated.column_splittable:
+        names.append("SPLIT_COL")
     if generated.matmuls:
         names.append("FUSE_GEMM")
         names.extend(GEMM_KNOBS)

@@ -8,7 +8,9 @@ roots need, so they can be computed first.
 
 Reductions run before the stores: all at once on a [XBLOCK, RBLOCK] tile holding whole rows
 (`persistent`), or each in its own loop over RBLOCK-wide chunks, with a last loop for the
-stores; later loops re-read their inputs (as Inductor's looped reductions do).
+stores; later loops re-read their inputs (as Inductor's looped reductions do). The column plan
+(`Space.column`: a reduction over a dim that is not the innermost) is the same code over other
+index variables: XBLOCK contiguous columns of one `yindex` per program, RBLOCK rows per step.
 """
 
 from dataclasses import replace
@@ -67,7 +69,7 @@ class KernelEmitter(ValueEmitter):
             self._scan(ref, index, needed, seen)
         order = [n for n in self.graph.nodes if n in needed]
         arg = any(self.graph.nodes[n].reduce_op in ("argmax", "argmin") for n in order)
-        if arg and not self.launch.persistent:
+        if arg and not self.launch.persistent and not self.space.column:
             self.launch = _whole_rows(self.launch, self.space, order[0])
         if self.launch.persistent or not self.space.is_reduction:
             for name in order:
@@ -121,6 +123,9 @@ class KernelEmitter(ValueEmitter):
                 continue  # computed in its max's loop
             if name in online:
                 self._emit_online(node, self.graph.node(online[name]))
+                continue
+            if node.reduce_op in ("argmax", "argmin"):
+                self._emit_looped_arg(node)
                 continue
             acc = f"acc_{len(self._reduced)}"
             acc_dtype = _acc_dtype(node)
@@ -210,6 +215,33 @@ class KernelEmitter(ValueEmitter):
         scaled = f'tl.where({m} == float("-inf"), 0.0, {acc} * tl.exp({m} - {row}))'
         self._reduced[sum_node.name] = self._finish(sum_node, Val(scaled, dtype))
 
+    def _emit_looped_arg(self, node: Node) -> None:
+        """An arg-reduction in a loop (column plan: the reduced axis is long and strided). Each
+        lane keeps its best value and where it saw it first (NaN counts as the largest, as in
+        torch); then the lanes' best value wins, the first index among equals."""
+        better = ">" if node.reduce_op == "argmax" else "<"
+        combine = "_kg_max" if node.reduce_op == "argmax" else "_kg_min"
+        v, i = f"acc_{len(self._reduced)}", f"acc_{len(self._reduced)}i"
+        ident = _identity(node.reduce_op, "float32")
+        self.kernel.lines.append(f"{v} = tl.full([XBLOCK, RBLOCK], {ident}, tl.float32)")
+        self.kernel.lines.append(f"{i} = tl.full([XBLOCK, RBLOCK], 0, tl.int64)")
+        self._open_loop()
+        assert self.loop is not None
+        x = as_dtype(self.value(node.args[0], self.space.full_index()), "float32")
+        self.loop.lines += [
+            f"{v}_x = {x}",
+            f"{v}_nan = ({v}_x != {v}_x) & ({v} == {v})",
+            f"{v}_take = xmask & rmask & (({v}_x {better} {v}) | {v}_nan)",
+            f"{v} = tl.where({v}_take, {v}_x, {v})",
+            f"{i} = tl.where({v}_take, rindex, {i})",
+        ]
+        self._close_loop()
+        rows = frozenset({X_NAME})
+        best = self.assign(f"tl.reduce({v}, 1, {combine})[:, None]", "float32", rows)
+        hit = f"({v} == {best.code}) | (({best.code} != {best.code}) & ({v} != {v}))"
+        found = f"tl.min(tl.where({hit}, {i}, {self.space.rnumel}), 1)[:, None]"
+        self._reduced[node.name] = self.assign(found, "int64", rows)
+
     def _is_row_root(self, ref: Ref) -> bool:
         count = 1
         for size in self.graph.meta(ref).shape:
@@ -273,9 +305,19 @@ class KernelEmitter(ValueEmitter):
         params += ["XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
         body = []
         pid = "tl.program_id(0).to(tl.int64)" if wide else "tl.program_id(0)"
-        if self.space.is_reduction:
+        tiles = 1
+        if self.space.column:
+            # One program per (outer kept position, XBLOCK-wide tile of the inner ones).
+            tiles = -(-self.space.inner // self.launch.xblock)
+            body.append(f"pid = {pid}")
+            body.append("yindex = pid" if tiles == 1 else f"yindex = pid // {tiles}")
+            start = "" if tiles == 1 else f"(pid % {tiles}) * XBLOCK + "
+            body.append(f"xindex = {start}tl.arange(0, XBLOCK)[:, None]")
+            body.append(f"xmask = xindex < {self.space.inner}")
+        elif self.space.is_reduction:
             body.append(f"xindex = {pid} * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
             body.append(f"xmask = xindex < {self.space.xnumel}")
+        if self.space.is_reduction:
             body.append("rbase = tl.arange(0, RBLOCK)[None, :]" + (".to(tl.int64)" if wide else ""))
             if self.launch.persistent:
                 body.append("rindex = rbase")
@@ -286,7 +328,10 @@ class KernelEmitter(ValueEmitter):
         body.extend(self.kernel.lines)
         lines = ["@triton.jit", f"def {self.name}({', '.join(params)}):"]
         source = "\n".join(lines + [f"    {line}" for line in body]) + "\n"
-        grid = max(1, -(-self.space.xnumel // self.launch.xblock))
+        if self.space.column:
+            grid = self.space.ynumel * tiles
+        else:
+            grid = max(1, -(-self.space.xnumel // self.launch.xblock))
         return KernelSource(
             name=self.name,
             source=source,

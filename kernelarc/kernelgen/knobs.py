@@ -15,6 +15,9 @@ workload of a problem.
 | PERSISTENT_MAX | longest row reduced in registers in one pass (longer rows loop) |
 | NUM_WARPS_RED | warps of reduction kernels |
 | SPLIT_R | partials per output when a reduction with few outputs is split in two stages; 0: off |
+| COL_X | contiguous columns per program of column reductions (over a dim that is not the last) |
+| COL_R | rows of the reduced axis per loop step of column reductions (more when COL_X is cut) |
+| SPLIT_COL | partials per output when a column reduction with few programs is split; 0: off |
 | FUSE_GEMM | 1: matmuls are Triton GEMM kernels with their epilogues fused; 0: cuBLAS calls |
 | BLOCK_M, BLOCK_N, BLOCK_K | GEMM tile |
 | GROUP_M | GEMM tiles along M sharing B tiles in L2 |
@@ -42,6 +45,10 @@ KNOB_VALUES: Mapping[str, Mapping[Device, tuple[int, ...]]] = {
     "NUM_WARPS_RED": {"cuda": (8, 4, 16, 2), "cpu": (4,)},
     # The interpreter pays per program: splitting only adds programs there (off first).
     "SPLIT_R": {"cuda": (1024, 256, 64, 0), "cpu": (0, 8)},
+    # Column reductions: a 128 x 16 tile reads 512 contiguous bytes per row of float32.
+    "COL_X": {"cuda": (128, 64, 256, 32, 512), "cpu": (1024, 64)},
+    "COL_R": {"cuda": (16, 8, 32, 64, 4), "cpu": (64, 8)},
+    "SPLIT_COL": {"cuda": (32, 8, 128, 0), "cpu": (0, 8)},
     "FUSE_GEMM": {"cuda": (1, 0), "cpu": (1, 0)},
     "BLOCK_M": {"cuda": (128, 64, 256, 32), "cpu": (64,)},
     "BLOCK_N": {"cuda": (128, 64, 256, 32), "cpu": (64,)},
@@ -54,6 +61,7 @@ KNOB_VALUES: Mapping[str, Mapping[Device, tuple[int, ...]]] = {
 }
 POINTWISE_KNOBS = ("BLOCK_X", "NUM_WARPS")
 REDUCTION_KNOBS = ("ROWS", "BLOCK_R", "PERSISTENT_MAX", "NUM_WARPS_RED")
+COLUMN_KNOBS = ("COL_X", "COL_R", "NUM_WARPS_RED")
 GEMM_KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "NUM_WARPS_MM", "NUM_STAGES")
 PRECISIONS = ("ieee", "tf32", "tf32x3")
 
@@ -61,6 +69,9 @@ PRECISIONS = ("ieee", "tf32", "tf32x3")
 #: when each partial still reduces at least SPLIT_MIN_CHUNK elements (`split_reductions.py`).
 SPLIT_MAX_OUTPUTS = {"cuda": 264, "cpu": 264}
 SPLIT_MIN_CHUNK = {"cuda": 2048, "cpu": 16}
+#: A column reduction with fewer programs than SPLIT_MAX_OUTPUTS is split in two stages when
+#: each partial still reduces at least this many rows (of COL_X columns each).
+SPLIT_MIN_ROWS = {"cuda": 64, "cpu": 4}
 
 #: fp32 values one program may hold in its reduction tile (XBLOCK * RBLOCK) before spilling.
 MAX_TILE = {"cuda": 8192, "cpu": 1 << 20}
@@ -93,6 +104,8 @@ def launch_for(space: Space | GemmSpace, knobs: GenKnobs, device: Device) -> Lau
         block = min(knobs["BLOCK_X"], next_pow2(space.xnumel))
         warps = max(1, min(knobs["NUM_WARPS"], block // 64))
         return Launch(xblock=block, num_warps=warps)
+    if space.column:
+        return _column_launch(space, knobs, device)
     row = next_pow2(space.rnumel)
     persistent = row <= knobs["PERSISTENT_MAX"]
     rblock = row if persistent else min(knobs["BLOCK_R"], row)
@@ -102,3 +115,19 @@ def launch_for(space: Space | GemmSpace, knobs: GenKnobs, device: Device) -> Lau
     # Fewer warps than a tile of one row per thread-vector needs is a waste of threads.
     warps = max(1, min(warps, (xblock * rblock) // 64 or 1))
     return Launch(xblock=xblock, rblock=rblock, persistent=persistent, num_warps=warps)
+
+
+def column_xblock(inner: int, knobs: GenKnobs) -> int:
+    """Columns per program of a column reduction with `inner` contiguous kept elements."""
+    return min(knobs["COL_X"], next_pow2(inner))
+
+
+def _column_launch(space: Space, knobs: GenKnobs, device: Device) -> Launch:
+    """COL_X contiguous columns by COL_R rows; a tile narrowed to fewer columns (short inner
+    dims) takes more rows, keeping COL_X * COL_R elements; whole rows in one tile when they fit."""
+    xblock = column_xblock(space.inner, knobs)
+    row = next_pow2(space.rnumel)
+    tile = max(knobs["COL_R"], (knobs["COL_X"] * knobs["COL_R"]) // xblock)
+    rblock = max(1, min(row, tile, MAX_TILE[device] // xblock))
+    warps = max(1, min(knobs["NUM_WARPS_RED"], (xblock * rblock) // 64 or 1))
+    return Launch(xblock=xblock, rblock=rblock, persistent=rblock >= row, num_warps=warps)

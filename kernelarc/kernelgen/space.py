@@ -5,6 +5,14 @@ and the dims it reduces. A pointwise kernel (no reduced dims) runs one flat inde
 the shape; a reduction kernel runs `xindex` over the kept dims and `rindex` over the reduced
 ones, a [XBLOCK, RBLOCK] tile per program. `full_index` is the index of the whole shape in those
 two variables; every value of the kernel is pulled at an index derived from it.
+
+Two plans for a reduction, chosen from the shape: when the last dim is reduced (`inner == 1`)
+the *row* plan, where `xindex` counts every kept position and a program reduces XBLOCK rows;
+when kept dims follow the last reduced one (a sum over dim 1 of (B, R, C): `inner == C`) the
+*column* plan, where `xindex` runs over those contiguous inner positions only and `yindex`
+(one per program) over the kept dims before them, so the tile's x axis is contiguous in
+memory: the loads are coalesced (and provably contiguous to Triton: no `% C` in the address)
+and the reduction loops over the strided axis, accumulating XBLOCK columns at once.
 """
 
 import math
@@ -14,10 +22,18 @@ from kernelarc.kernelgen.index_expr import Lin, Var, flat_index, unflatten
 
 X_NAME = "x"
 R_NAME = "r"
+Y_NAME = "y"
 Z_NAME = "z"
 KA_NAME = "ka"
 KB_NAME = "kb"
-CODE_NAMES = {X_NAME: "xindex", R_NAME: "rindex", Z_NAME: "zindex", KA_NAME: "ka", KB_NAME: "kb"}
+CODE_NAMES = {
+    X_NAME: "xindex",
+    R_NAME: "rindex",
+    Y_NAME: "yindex",
+    Z_NAME: "zindex",
+    KA_NAME: "ka",
+    KB_NAME: "kb",
+}
 
 
 @dataclass(frozen=True)
@@ -53,9 +69,39 @@ class Space:
         """Number of values of `rindex` (1 for a pointwise kernel)."""
         return math.prod(self.reduced_shape)
 
+    @property
+    def inner(self) -> int:
+        """Elements of the dims after the last reduced dim (kept and contiguous); 0 for a
+        pointwise space."""
+        if not self.dims:
+            return 0
+        return math.prod(self.shape[max(self.dims) + 1 :])
+
+    @property
+    def column(self) -> bool:
+        """A reduction over a dim that is not the innermost: the column plan (see the module
+        docstring)."""
+        return self.is_reduction and self.inner > 1
+
+    @property
+    def ynumel(self) -> int:
+        """Number of values of `yindex` (the kept positions before the inner dims; 1 for the
+        row plan)."""
+        return self.xnumel // self.inner if self.column else 1
+
     def x_var(self) -> Var:
-        """The program-level variable."""
-        return Var(X_NAME, max(self.xnumel, 1))
+        """The tile variable over kept positions (only the inner ones in the column plan)."""
+        return Var(X_NAME, max(self.inner if self.column else self.xnumel, 1))
+
+    def y_var(self) -> Var:
+        """The column plan's per-program variable over the outer kept positions."""
+        return Var(Y_NAME, self.ynumel)
+
+    def kept_flat(self) -> Lin:
+        """The row-major position among the kept positions (a reduction's output position)."""
+        if self.column:
+            return Lin.of(self.y_var()) * self.inner + Lin.of(self.x_var())
+        return Lin.of(self.x_var())
 
     def r_var(self) -> Var:
         """The reduction variable."""
@@ -63,7 +109,7 @@ class Space:
 
     def full_index(self) -> tuple[Lin, ...]:
         """The index of `shape` that the kernel's (xindex, rindex) stands for."""
-        kept = unflatten(Lin.of(self.x_var()), self.kept_shape)
+        kept = unflatten(self.kept_flat(), self.kept_shape)
         reduced = unflatten(Lin.of(self.r_var()), self.reduced_shape) if self.dims else ()
         kept_it, reduced_it = iter(kept), iter(reduced)
         return tuple(
@@ -82,7 +128,7 @@ class Space:
         if count == math.prod(self.shape):
             return unflatten(flat_index(self.full_index(), self.shape), shape)
         if self.is_reduction and count == self.xnumel:
-            return unflatten(Lin.of(self.x_var()), shape)
+            return unflatten(self.kept_flat(), shape)
         return None
 
 

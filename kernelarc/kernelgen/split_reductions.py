@@ -29,6 +29,17 @@ is the better cure). The split factor S: a divisor of R near the `SPLIT_R` knob 
 R / SPLIT_MIN_CHUNK, so a partial still reduces a useful amount), preferring one that cuts R
 on the reduced dims' boundaries (then stage 1's loads are plain digits of its index variables);
 no divisor within a factor of 4 of the target (e.g. R prime): no split.
+
+A column reduction (`Space.column`: kept dims after the last reduced one, e.g. BatchNorm1d's
+mean over dim 0 of (N, C)) keeps its contiguous inner dims last, so both stages stay column
+reductions with coalesced loads:
+
+    source  --permute-->  (outer kept, reduced, inner)  --reshape-->  (O, S, R/S, I)
+    stage 1: reduce dim 2  ->  (O, S, 1, I);   stage 2: reduce dim 1  ->  (O, 1, 1, I)
+
+It qualifies when its kernel would run fewer programs (O times I/COL_X tiles) than
+SPLIT_MAX_OUTPUTS, with S near the `SPLIT_COL` knob and each partial reducing at least
+SPLIT_MIN_ROWS rows.
 """
 
 import heapq
@@ -40,8 +51,10 @@ from kernelarc.kernelgen.knobs import (
     KNOB_VALUES,
     SPLIT_MAX_OUTPUTS,
     SPLIT_MIN_CHUNK,
+    SPLIT_MIN_ROWS,
     Device,
     GenKnobs,
+    column_xblock,
 )
 from kernelarc.kernelgen.pointwise_ops import compute_dtype
 from kernelarc.kernelgen.space import Space
@@ -60,18 +73,30 @@ class SplitResult:
     split: tuple[str, ...]
     """Ops of the reductions split (graph order)."""
     splittable: bool
-    """Some reduction would be split at some value of `SPLIT_R` (the knob matters)."""
+    """Some row reduction would be split at some value of `SPLIT_R` (the knob matters)."""
+    column_splittable: bool = False
+    """Some column reduction would be split at some value of `SPLIT_COL`."""
 
 
 def split_reductions(graph: Graph, knobs: GenKnobs, device: Device) -> SplitResult:
     """Rewrite every qualifying reduction of `graph` in place (see the module docstring)."""
     factors: dict[str, int] = {}
-    splittable = False
+    splittable = column_splittable = False
     for node in graph.nodes.values():
         if node.kind != Kind.REDUCTION or node.reduce_op not in SPLIT_OPS:
             continue
         space = Space(tuple(graph.meta(node.args[0]).shape), node.dims)
         xnumel, reduced = space.xnumel, space.reduced_shape
+        if space.column:
+            programs = space.ynumel * -(-space.inner // column_xblock(space.inner, knobs))
+            column_splittable = column_splittable or any(
+                column_split_factor(programs, space.rnumel, value, device) > 1
+                for value in KNOB_VALUES["SPLIT_COL"][device]
+            )
+            factor = column_split_factor(programs, space.rnumel, int(knobs["SPLIT_COL"]), device)
+            if factor > 1:
+                factors[node.name] = factor
+            continue
         splittable = splittable or any(
             split_factor(xnumel, reduced, value, device) > 1
             for value in KNOB_VALUES["SPLIT_R"][device]
@@ -82,7 +107,7 @@ def split_reductions(graph: Graph, knobs: GenKnobs, device: Device) -> SplitResu
     ops = tuple(graph.nodes[name].reduce_op for name in factors)
     if factors:
         _rewrite(graph, factors)
-    return SplitResult(split=ops, splittable=splittable)
+    return SplitResult(split=ops, splittable=splittable, column_splittable=column_splittable)
 
 
 def split_factor(xnumel: int, reduced: tuple[int, ...], target: int, device: Device) -> int:
@@ -108,6 +133,25 @@ def split_factor(xnumel: int, reduced: tuple[int, ...], target: int, device: Dev
         if best is None or key < best:
             best = key
     return 1 if best is None else -best[2]
+
+
+def column_split_factor(programs: int, rnumel: int, target: int, device: Device) -> int:
+    """S, the partials per output of a column reduction over `rnumel` rows whose kernel runs
+    `programs` programs, for a target of `target` partials (1: no split). S divides `rnumel`
+    (the split is a reshape)."""
+    if target < 2 or programs >= SPLIT_MAX_OUTPUTS[device]:
+        return 1
+    most = rnumel // SPLIT_MIN_ROWS[device]
+    goal = min(target, most)
+    if goal < 2:
+        return 1
+    best: tuple[float, int] | None = None
+    for factor in range(max(2, goal // _SLACK), min(goal * _SLACK, most) + 1):
+        if rnumel % factor == 0:
+            key = (abs(math.log(factor / goal)), -factor)
+            if best is None or key < best:
+                best = key
+    return 1 if best is None else -best[1]
 
 
 def _rewrite(graph: Graph, factors: dict[str, int]) -> None:
@@ -168,21 +212,27 @@ def _split(graph: Graph, node: Node, factor: int) -> list[Node]:
     reduction's name."""
     source: Ref = node.args[0]
     shape = list(graph.meta(source).shape)
-    order = [d for d in range(len(shape)) if d not in node.dims] + list(node.dims)
     space = Space(tuple(shape), node.dims)
-    xnumel = space.xnumel
+    last = max(node.dims)
+    # Row: kept dims first, reduced last. Column: the inner dims stay innermost (contiguous).
+    kept = [d for d in range(len(shape)) if d not in node.dims and d < last]
+    inner = list(range(last + 1, len(shape))) if space.column else []
+    kept += [d for d in range(len(shape)) if d not in node.dims and d not in inner and d > last]
+    order = kept + list(node.dims) + inner
+    outer = space.ynumel if space.column else space.xnumel
+    tail = [space.inner] if space.column else []
     first: list[Node] = []
     current = source
     if order != list(range(len(shape))):
         permuted = [shape[d] for d in order]
         first.append(_view(graph, node, "aten.permute.default", current, order, permuted))
         current = Ref(first[-1].name)
-    split_shape = [xnumel, factor, space.rnumel // factor]
+    split_shape = [outer, factor, space.rnumel // factor, *tail]
     first.append(_view(graph, node, "aten.view.default", current, split_shape, split_shape))
-    partials = [xnumel, factor, 1]
+    partials = [outer, factor, 1, *tail]
     stage1 = _reduction(graph, node, Ref(first[-1].name), partials, (2,))
     first.append(stage1)
-    stage2 = _reduction(graph, node, Ref(stage1.name), [xnumel, 1, 1], (1,))
+    stage2 = _reduction(graph, node, Ref(stage1.name), [outer, 1, 1, *tail], (1,))
     back = Node(
         node.name,
         "aten.view.default",

@@ -155,6 +155,47 @@ PROBLEMS: dict[str, Problem] = {
         ),
         [_w("b5", {"B": 5}), _w("b8", {"B": 8})],
     ),
+    # Reductions over a dim that is not the last (the column plan): a sum, a max with its
+    # indices and an argmin over the middle dim (of rounded values: many ties, the first index
+    # wins), and a variance over dim 0.
+    "column_reductions": (
+        _definition(
+            "column_reductions",
+            {
+                "A": {"type": "var"},
+                "R": {"type": "const", "value": 24},
+                "C": {"type": "const", "value": 20},
+            },
+            {"x": _t(["A", "R", "C"])},
+            {
+                "s": _t(["A", 1, "C"]),
+                "top": _t(["A", 1, "C"]),
+                "where": _t(["A", 1, "C"], "int64"),
+                "low": _t(["A", "C"], "int64"),
+                "v": _t(["R", "C"]),
+            },
+            "import torch\n\n"
+            "def run(x):\n"
+            "    r = torch.round(x * 2)\n"
+            "    top, where = r.max(dim=1, keepdim=True)\n"
+            "    return x.sum(dim=1, keepdim=True), top, where, r.argmin(dim=1), x.var(dim=0)\n",
+        ),
+        [_w("a3", {"A": 3}), _w("a5", {"A": 5})],
+    ),
+    # BatchNorm1d in training mode and a mean over dim 0 of (N, D): per-feature statistics
+    # over the strided axis, few outputs (split in two column stages).
+    "feature_stats": (
+        _definition(
+            "feature_stats",
+            {"N": {"type": "var"}, "D": {"type": "const", "value": 12}},
+            {"x": _t(["N", "D"]), "w": _t(["D"]), "b": _t(["D"])},
+            {"y": _t(["N", "D"]), "m": _t(["D"])},
+            "import torch\nimport torch.nn.functional as F\n\n"
+            "def run(x, w, b):\n"
+            "    return F.batch_norm(x, None, None, w, b, True, 0.1, 1e-5), x.mean(dim=0)\n",
+        ),
+        [_w("n40", {"N": 40}), _w("n64", {"N": 64})],
+    ),
     # Rotary-style cat of two halves and a constant pad.
     "cat_pad": (
         _definition(
