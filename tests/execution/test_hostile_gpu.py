@@ -4,8 +4,8 @@ The three GPU samples (an illegal memory access in a Triton kernel, a grab of al
 a Triton kernel that never finishes) misbehave on the first workload only. After a crash the
 second workload must pass (a fresh worker with a clean CUDA context); after a hang it is TIMEOUT
 without being run (a hang costs one deadline, issue 17). An honest control candidate evaluated
-right after each must pass. The samples that attack the sandbox boundary run on CUDA as well, because
-CUDA evaluations get no PID namespace: there the jail alone keeps them in bounds.
+right after each must pass. The samples that attack the sandbox boundary run on CUDA as well,
+because CUDA evaluations get no PID namespace: there the jail alone keeps them in bounds.
 """
 
 from collections.abc import Iterator
