@@ -38,6 +38,38 @@ class TimingConfig(RecordModel):
     """CPU only: the timed loop stops once its samples add up to this many seconds (after at
     least `timing.CPU_MIN_SAMPLES`), so large CPU workloads do not take `iterations` slow calls;
     None: exactly `iterations` (CUDA always)."""
+    interleave: bool = True
+    """KernelArc addition: after the official timing, time the reference and the solution again
+    in alternating blocks (ABBA order) in one session, for a repeatable speedup with a
+    confidence interval (`Performance.speedup_ci_*`; docs/architecture.md "Interleaved
+    timing"). Needs `time_reference`; the official numbers are unchanged by it."""
+    block_calls: int = Field(default=10, ge=1)
+    """Timed calls per interleaved block (never more than `iterations`)."""
+    block_warmup: int = Field(default=1, ge=0)
+    """Untimed calls at the start of every interleaved block (the other side just ran)."""
+    min_block_pairs: int = Field(default=4, ge=2)
+    """Reference/solution block pairs before the interval may stop the stage."""
+    max_block_pairs: int = Field(default=16, ge=2)
+    """Block pairs at most; the stage stops earlier once the interval is narrow enough."""
+    ci_half_width: float = Field(default=0.01, gt=0)
+    """Stop once the interval's half-width is at most this fraction of the estimate."""
+    ci_confidence: float = Field(default=0.95, gt=0, lt=1)
+    """Two-sided confidence level of the speedup interval."""
+    timing_core: int | None = Field(default=None, ge=0)
+    """A CPU core the host reserves for timing: the judge's and the worker's timing threads run
+    on it during the interleaved blocks (and the CPU timed loops). None: CUDA timing is not
+    pinned (parallel sandboxes would all pick the same core), and CPU loops use the last core
+    of the process's affinity set, as before."""
+
+    @model_validator(mode="after")
+    def _pairs_ordered(self) -> "TimingConfig":
+        if self.max_block_pairs < self.min_block_pairs:
+            msg = (
+                f"timing.max_block_pairs ({self.max_block_pairs}) is below "
+                f"timing.min_block_pairs ({self.min_block_pairs}); raise max_block_pairs"
+            )
+            raise ValueError(msg)
+        return self
 
 
 class HangPolicy(RecordModel):
@@ -147,7 +179,8 @@ class EvalResult(RecordModel):
     stage_s: dict[str, float] = Field(default_factory=dict)
     """Seconds per stage inside the runner, as the judge measured them: `build` (C++),
     `worker_start` (forking the worker, importing the candidate), `correctness` (rounds and the
-    timing probe), `timing` (the candidate's timed iterations), `reference_timing`, `inputs`
+    timing probe), `timing` (the candidate's timed iterations), `reference_timing`,
+    `interleaved_timing` (both sides' interleaved blocks), `inputs`
     (drawing inputs, re-drawn ones included). Empty when the runner reported none."""
 
 
