@@ -248,6 +248,16 @@ class Attempt(RecordModel):
     """Geometric mean of speedup_factor over workloads (PASSED only)."""
     latency_ms: float | None = None
     """Geometric mean of latency_ms over workloads (PASSED only)."""
+    interleaved_speedup: float | None = None
+    """Geometric mean of the traces' interleaved speedups, the point the interval below is of
+    (None: a trace without one, or an older record)."""
+    speedup_ci_low: float | None = None
+    """Lower bound of the speedup's confidence interval (`guard.score.speedup_interval`)."""
+    speedup_ci_high: float | None = None
+    """Upper bound of the speedup's confidence interval."""
+    speedup_ci_method: str | None = None
+    """How the interval was made: the runner's per-workload method and how workloads were
+    combined."""
     verdict: Verdict
     """Whether it became the campaign's best."""
     best_speedup_after: float | None = None
