@@ -226,18 +226,8 @@ def _evaluate_workload(judge: Judge, index: int, workload: Workload) -> Outcome:
         raise stop(EvalStatus.RUNTIME_ERROR, timed.error)
     with times.phase("reference timing"), judge.facts.stage("reference_timing"):
         reference_latency, notes = time_reference(judge, inputs)
-    method = timed.timing_method
-    clock = method if method in _TIMING_METHODS else timing_method(req.device)
-    interval, interleave_note = None, ""
-    if reference_latency > 0 and req.timing.interleave:
-        judge.phase = "interleaved timing"
-        with times.phase("interleaved timing"), judge.facts.stage("interleaved_timing"):
-            interval, interleave_note = time_interleaved(
-                judge, worker, inputs, clock, functools.partial(_check_probes, judge, tally=tally)
-            )
     judge.phase = "timing probe"
     _probe(judge, worker, index, workload, tally)
-    logger.info("workload %s took %s", workload.uuid, times.summary())
     observed_s, transfer_s = min(tally.warm)
     logger.info(
         "timing check: claimed %.4g ms, verified calls took >= %.4g ms (transfer %.4g ms, %s)",
@@ -246,11 +236,21 @@ def _evaluate_workload(judge: Judge, index: int, workload: Workload) -> Outcome:
         transfer_s * 1000,
         "by CUDA IPC" if worker.share_cuda else "by copy",
     )
-    claims = [timed.latency_ms] + ([interval.solution_ms] if interval is not None else [])
-    for claimed in claims:
-        forged = implausible_latency(claimed, observed_s, transfer_s)
-        if forged is not None:
-            raise stop(EvalStatus.REWARD_HACK, forged)
+    _check_plausible(timed.latency_ms, observed_s, transfer_s)
+    method = timed.timing_method
+    clock = method if method in _TIMING_METHODS else timing_method(req.device)
+    interval, interleave_note = None, ""
+    if reference_latency > 0 and req.timing.interleave:
+        # After the official claim passed its check: a forged timer is REWARD_HACK before it
+        # can spend the deadline on the blocks.
+        judge.phase = "interleaved timing"
+        with times.phase("interleaved timing"), judge.facts.stage("interleaved_timing"):
+            interval, interleave_note = time_interleaved(
+                judge, worker, inputs, clock, functools.partial(_check_probes, judge, tally=tally)
+            )
+        if interval is not None:
+            _check_plausible(interval.solution_ms, observed_s, transfer_s)
+    logger.info("workload %s took %s", workload.uuid, times.summary())
     latency = timed.latency_ms
     performance = Performance(
         latency_ms=latency,
@@ -264,6 +264,13 @@ def _evaluate_workload(judge: Judge, index: int, workload: Workload) -> Outcome:
     return Outcome(
         EvalStatus.PASSED, notes, correctness=tally.worst.result(), performance=performance
     )
+
+
+def _check_plausible(claimed_ms: float, observed_s: float, transfer_s: float) -> None:
+    """REWARD_HACK (Stop) when a claimed median cannot be true (`implausible_latency`)."""
+    forged = implausible_latency(claimed_ms, observed_s, transfer_s)
+    if forged is not None:
+        raise stop(EvalStatus.REWARD_HACK, forged)
 
 
 def _interval_fields(interval: SpeedupInterval | None) -> dict[str, float | str]:

@@ -13,8 +13,9 @@ judge, the solution in its worker; the judge asks the worker for each block and 
 Statistic: per pair, r_p = median(reference block) / median(solution block); the estimate is
 the geometric mean of r_p over pairs and the interval the seeded percentile bootstrap over pairs
 (`kernelarc.ratio_interval`, the guard's code). After `min_block_pairs` the stage stops when the
-interval's half-width is at most `ci_half_width` of the estimate, at `max_block_pairs`, or (CPU,
-`budget_s` set) once the blocks' samples add up to `budget_s`.
+interval's half-width is at most `ci_half_width` of the estimate, at `max_block_pairs`, or once
+the blocks' samples add up to `budget_s` (CPU, when set) or `interleave_budget_s` (so a slow
+kernel does not pay `max_block_pairs` blocks).
 """
 
 import math
@@ -147,10 +148,16 @@ def run_blocks(time_block: BlockTimer, config: TimingConfig, clock: str) -> Spee
         )
         if interval.relative_half_width <= config.ci_half_width:
             break
-        if config.budget_s is not None and spent_s >= config.budget_s:
+        if spent_s >= stage_budget_s(config):
             break
     assert interval is not None  # min_block_pairs >= 2 and max_block_pairs >= min_block_pairs
     return interval
+
+
+def stage_budget_s(config: TimingConfig) -> float:
+    """Seconds of samples (both sides) after which no pair beyond the minimum starts:
+    `budget_s` on the CPU when set, else `interleave_budget_s`."""
+    return config.budget_s if config.budget_s is not None else config.interleave_budget_s
 
 
 def block_budget_s(config: TimingConfig) -> float | None:

@@ -55,6 +55,9 @@ class TimingConfig(RecordModel):
     """Stop once the interval's half-width is at most this fraction of the estimate."""
     ci_confidence: float = Field(default=0.95, gt=0, lt=1)
     """Two-sided confidence level of the speedup interval."""
+    interleave_budget_s: float = Field(default=5.0, gt=0)
+    """No block pair beyond `min_block_pairs` starts once the blocks' timed samples (both
+    sides) add up to this many seconds (`budget_s` instead on the CPU when set)."""
     timing_core: int | None = Field(default=None, ge=0)
     """A CPU core the host reserves for timing: the judge's and the worker's timing threads run
     on it during the interleaved blocks (and the CPU timed loops). None: CUDA timing is not

@@ -56,6 +56,16 @@ def test_a_noisy_ratio_runs_to_the_cap_and_the_interval_holds_the_estimate() -> 
     assert interval.reference_ms == pytest.approx(sorted(noisy)[2] / 2 + sorted(noisy)[3] / 2)
 
 
+def test_slow_blocks_stop_at_the_minimum_once_the_stage_budget_is_spent() -> None:
+    noisy = [1500.0, 2500.0, 1800.0, 2200.0, 1600.0, 2400.0]  # ms: 3 x 1.5-2.5 s per block
+    config = TimingConfig(min_block_pairs=2, max_block_pairs=6, interleave_budget_s=5.0)
+    order: list[Side] = []
+    interval = run_blocks(_recording_timer(noisy, order), config, "cuda_events")  # type: ignore[arg-type]
+    assert interval.pairs == 2 and interval.relative_half_width > config.ci_half_width
+    roomy = config.model_copy(update={"interleave_budget_s": 1e6})
+    assert run_blocks(_recording_timer(noisy, []), roomy, "cuda_events").pairs == 6  # type: ignore[arg-type]
+
+
 def test_mismatched_blocks_are_an_error() -> None:
     with pytest.raises(ValueError, match="2 reference blocks vs 1 solution blocks"):
         speedup_interval([[1.0], [1.0]], [[1.0]], confidence=0.95, clock="cupti")
