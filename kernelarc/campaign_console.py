@@ -34,7 +34,7 @@ from kernelarc.errors import KernelarcError
 from kernelarc.problems.files import load_definition
 from kernelarc.problems.reference import is_reference
 from kernelarc.schema import Attempt, EvalStatus
-from kernelarc.timing_labels import CPU_TIMING_NOTE, cpu_timed
+from kernelarc.timing_labels import CPU_TIMING_NOTE, cpu_timed, speedup_interval_text
 
 PROGRESS_INTERVAL_ENV = "KERNELARC_PROGRESS_INTERVAL_S"
 """Seconds between status lines off a terminal while nothing is recorded (default 30)."""
@@ -116,7 +116,10 @@ class CampaignConsole:
         if self._live is not None:
             self._live.update(self._table(state))
             return
-        speed = f" {attempt.speedup:.2f}x" if attempt.speedup is not None else ""
+        speed = ""
+        if attempt.speedup is not None:
+            ci = speedup_interval_text(attempt.speedup_ci_low, attempt.speedup_ci_high)
+            speed = f" {attempt.speedup:.2f}x{ci}"
         best = f"{state.best_speedup:.2f}x" if state.best_speedup else "-"
         verdict = f" {attempt.verdict}" if attempt.verdict else ""
         self._say(

@@ -21,7 +21,7 @@ from kernelarc import __version__
 from kernelarc.console_tables import make_console, print_table
 from kernelarc.errors import ConfigError, KernelarcError
 from kernelarc.problems_cli import add_problems_parser
-from kernelarc.timing_labels import CPU_TIMING_NOTE, cpu_timed_traces
+from kernelarc.timing_labels import CPU_TIMING_NOTE, cpu_timed_traces, speedup_interval_text
 
 logger = logging.getLogger(__name__)
 
@@ -411,7 +411,7 @@ def _cmd_eval(ns: argparse.Namespace) -> int:
 
 
 def _print_traces(traces: list[Any]) -> None:
-    columns = ("workload", "status", "latency ms", "reference ms", "speedup", "max abs err")
+    columns = ("workload", "status", "latency ms", "reference ms", "speedup [CI]", "max abs err")
     rows = []
     for trace in traces:
         ev = trace.evaluation
@@ -422,13 +422,25 @@ def _print_traces(traces: list[Any]) -> None:
                 str(ev.status) if ev else "-",
                 f"{perf.latency_ms:.4f}" if perf else "-",
                 f"{perf.reference_latency_ms:.4f}" if perf else "-",
-                f"{perf.speedup_factor:.2f}x" if perf else "-",
+                (
+                    f"{perf.speedup_factor:.2f}x"
+                    + speedup_interval_text(perf.speedup_ci_low, perf.speedup_ci_high)
+                    if perf
+                    else "-"
+                ),
                 f"{corr.max_absolute_error:.3g}" if corr else "-",
             )
         )
     console = make_console()
-    caption = CPU_TIMING_NOTE if cpu_timed_traces(traces) else ""
-    print_table(console, "kernelarc eval", columns, rows, caption)
+    notes = [CPU_TIMING_NOTE] if cpu_timed_traces(traces) else []
+    methods = _interval_methods(traces)
+    if methods:
+        notes.append(
+            "speedup: the official protocol's; [CI]: "
+            + "; ".join(methods)
+            + " (a workload without one: interleaving off or it failed, see its log)"
+        )
+    print_table(console, "kernelarc eval", columns, rows, "\n".join(notes))
     # A failure that is the same on every workload (a solution that does not compile) is
     # printed once, with the workloads it applies to.
     logs: dict[str, list[str]] = {}
@@ -439,6 +451,16 @@ def _print_traces(traces: list[Any]) -> None:
     for log, uuids in logs.items():
         where = uuids[0] if len(uuids) == 1 else f"{len(uuids)} workloads ({', '.join(uuids)})"
         console.print(f"{where}: {log}", markup=False, highlight=False)
+
+
+def _interval_methods(traces: list[Any]) -> list[str]:
+    """The distinct ways the traces' speedup intervals were made (less their pair counts)."""
+    methods = set()
+    for trace in traces:
+        perf = trace.evaluation.performance if trace.evaluation else None
+        if perf is not None and perf.speedup_ci_method:
+            methods.add(perf.speedup_ci_method.rsplit(", ", 1)[0])
+    return sorted(methods)
 
 
 def _cmd_replay(ns: argparse.Namespace) -> int:

@@ -4,7 +4,8 @@ Place in the flow: on a machine without a GPU the runner times with a monotonic 
 (`timing_method: cpu_monotonic` in each trace); those latencies, speedups and SOL scores show the
 pipeline works, nothing about a kernel's speed (Triton runs in its interpreter there, so no
 generated kernel can win). The campaign console, `kernelarc eval`, the MLflow runs, `kernelarc
-report` and `kernelarc export` all say so with the words defined here.
+report` and `kernelarc export` all say so with the words defined here; they print a speedup's
+confidence interval with `speedup_interval_text`.
 """
 
 from collections.abc import Iterable
@@ -39,3 +40,11 @@ def cpu_timed_traces(traces: Iterable["Trace"]) -> bool:
 def cpu_timed(attempts: Iterable["Attempt"]) -> bool:
     """True when any attempt's numbers come from CPU timing."""
     return any(cpu_timed_traces(a.traces) for a in attempts)
+
+
+def speedup_interval_text(low: float | None, high: float | None) -> str:
+    """` [low, high]` after a speedup, from its confidence interval (`Performance` or `Attempt`
+    `speedup_ci_low/high`); '' without one (an older record, or interleaving off)."""
+    if low is None or high is None:
+        return ""
+    return f" [{low:.2f}, {high:.2f}]"

@@ -16,6 +16,7 @@ from kernelarc.timing_labels import CPU_TIMING_NOTE, TIMING_TAG_VALUE, cpu_timed
 from leaderboard.inputs import CampaignInput
 
 if TYPE_CHECKING:
+    from kernelarc.guard.score import SpeedupInterval
     from kernelarc.schema import Attempt
     from leaderboard.export import Plan
 
@@ -37,8 +38,12 @@ SCORES_COLUMNS = (
     "attempt_index",
     "proposal_id",
     "timing",
+    "speedup_ci_low",
+    "speedup_ci_high",
+    "speedup_ci_method",
 )
-"""scores.csv header, in order (`timing` labels CPU-timed rows: a pipeline check)."""
+"""scores.csv header, in order (`timing` labels CPU-timed rows: a pipeline check; the
+`speedup_ci_*` columns are empty for attempts recorded without an interval)."""
 SCORING = {
     "sol_score": "S = 1/(1 + max(T_k - T_SOL, 0)/(T_b - T_SOL)), in [0, 1]; T_b <= T_SOL: 1 if "
     "T_k <= T_SOL else 0; per problem the mean of S over workloads; empty without T_SOL; the "
@@ -48,6 +53,10 @@ SCORING = {
     "t_sol": "per workload: the guard's recorded roofline bound, else the roofline of "
     "kernelarc.guard.roofline with default ceilings, else none (t_sol_source says which)",
     "latencies": "scores.csv latency columns are geometric means over workloads, in ms",
+    "speedup": "the official protocol's speedup (reference median / solution median, geometric "
+    "mean over workloads); speedup_ci_low/high: its confidence interval from the runner's "
+    "interleaved reference/solution timing, speedup_ci_method says how it was made and how "
+    "workloads were combined (kernelarc.guard.score.speedup_interval)",
     "selection": "accepted attempts only (PASSED, NEW_BEST, confirmed where recorded); per "
     "problem the lowest latency, GPU-timed before CPU-timed, then the older attempt; never one "
     "slower than its campaign's reference (geometric mean over workloads of T_k / the median "
@@ -83,9 +92,17 @@ def scores_csv(plan: "Plan") -> str:
                 chosen.attempt.index,
                 chosen.attempt.proposal.id,
                 _timing(chosen.attempt),
+                *_interval_cells(s.interval),
             ]
         )
     return buffer.getvalue()
+
+
+def _interval_cells(interval: "SpeedupInterval | None") -> list[str]:
+    """scores.csv's low, high and method cells (empty without an interval)."""
+    if interval is None:
+        return ["", "", ""]
+    return [_num(interval.low), _num(interval.high), interval.method]
 
 
 def _timing(attempt: "Attempt") -> str:
@@ -118,6 +135,7 @@ def build_manifest(plan: "Plan") -> dict[str, object]:
             "reason": item.choice.reason,
             "sol_score": _float(chosen.score.sol_score),
             "speedup": _float(chosen.score.speedup),
+            "speedup_ci": _interval_json(chosen.score.interval),
             "latency_ms": _float(chosen.score.latency_ms),
             "t_b_source": chosen.score.t_b_source,
             "t_sol_source": chosen.score.t_sol_source,
@@ -215,3 +233,15 @@ def describe_plan(plan: "Plan") -> str:
         lines.extend(f"  {p}: {why}" for p, why in plan.unqualified.items())
     lines.append(f"exported_at {plan.exported_at} ({plan.exported_at_source})")
     return "\n".join(lines) + "\n"
+
+
+def _interval_json(interval: "SpeedupInterval | None") -> dict[str, object] | None:
+    """manifest.json's interval of a problem's speedup (None without one)."""
+    if interval is None:
+        return None
+    return {
+        "low": _float(interval.low),
+        "high": _float(interval.high),
+        "estimate": _float(interval.estimate),
+        "method": interval.method,
+    }

@@ -59,12 +59,16 @@ def test_reference_checks_a_new_problem_dir_given_by_its_definition_json(
     # Plain, complete lines off a terminal: no box drawing, nothing cut with an ellipsis.
     assert lines[0] == "kernelarc eval"
     assert lines[1].split() == [
-        "workload", "status", "latency", "ms", "reference", "ms", "speedup", "max", "abs", "err"
+        "workload", "status", "latency", "ms", "reference", "ms", "speedup", "[CI]", "max",
+        "abs", "err",
     ]  # fmt: skip
     rows = [line.split() for line in lines[2:4]]
     assert [r[:2] for r in rows] == [["add-n16", "PASSED"], ["add-n1000", "PASSED"]]
+    # each speedup carries its interval: "1.02x [0.98, 1.05]"
+    assert all(r[4].endswith("x") and r[5].startswith("[") and r[6].endswith("]") for r in rows)
     assert not any(ch in proc.stdout for ch in "…│┃━")
     assert "a pipeline check, not kernel performance" in lines[4]
+    assert "[CI]: interleaved ABBA blocks (cpu_monotonic), bootstrap 95% CI" in proc.stdout
     # The eval's host lock and sandbox dirs are gone once it exits.
     assert leftovers(tmpdir_) == []
 

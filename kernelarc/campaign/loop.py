@@ -54,6 +54,7 @@ from kernelarc.guard import (
 )
 from kernelarc.guard.ceilings import ResolvedCeiling, resolve_ceiling
 from kernelarc.guard.challenge import evaluate_retrying
+from kernelarc.guard.score import interval_fields
 from kernelarc.guard.verdict import Judgement
 from kernelarc.llm.usage import log_team_usage
 from kernelarc.problems.builtin_set import resolve_problem
@@ -664,6 +665,7 @@ class _AgentWorker:
             traces=result.traces if result is not None else [],
             speedup=passed_score.speedup if passed_score else None,
             latency_ms=passed_score.latency_ms if passed_score else None,
+            **interval_fields(passed_score.interval if passed_score else None),
             verdict=judgement.verdict,
             best_speedup_after=(
                 passed_score.speedup if new_best and passed_score else state.best_speedup

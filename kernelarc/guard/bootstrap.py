@@ -8,41 +8,17 @@ deterministic function of what attempts.jsonl holds.
 Statistic: per round r and workload w, ratio[r][w] = challenger latency / incumbent latency
 (both measured back to back). The estimate is exp(mean over workloads of the mean log ratio over
 rounds). The bootstrap resamples whole rounds with replacement (a round's workloads stay
-together, because machine load moves them together) and takes percentile bounds.
+together, because machine load moves them together) and takes percentile bounds. Both are
+`kernelarc.ratio_interval`'s, shared with the runner's interleaved reference/solution timing.
 """
 
 import math
-import random
 from collections.abc import Sequence
 
+from kernelarc.ratio_interval import bootstrap_interval, ratio_estimate
 from kernelarc.schema.guard_record import BootstrapDecision, GuardSettings, RetimingSample
 
 _FLOOR_MS = 1e-9
-
-
-def ratio_estimate(log_ratios: Sequence[Sequence[float]], rounds: Sequence[int]) -> float:
-    """Geometric-mean ratio over workloads, using the given round indices (with repeats)."""
-    workloads = len(log_ratios[0])
-    total = 0.0
-    for w in range(workloads):
-        total += sum(log_ratios[r][w] for r in rounds) / len(rounds)
-    return math.exp(total / workloads)
-
-
-def bootstrap_interval(
-    log_ratios: Sequence[Sequence[float]], *, confidence: float, resamples: int, seed: int
-) -> tuple[float, float]:
-    """Percentile interval of the ratio over `resamples` round resamplings (seeded)."""
-    n = len(log_ratios)
-    rng = random.Random(seed)
-    stats = sorted(
-        ratio_estimate(log_ratios, [int(rng.random() * n) for _ in range(n)])
-        for _ in range(resamples)
-    )
-    alpha = (1.0 - confidence) / 2.0
-    low = stats[max(0, math.floor(alpha * resamples))]
-    high = stats[min(resamples - 1, math.ceil((1.0 - alpha) * resamples) - 1)]
-    return low, high
 
 
 def decide_rounds(

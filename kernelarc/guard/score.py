@@ -21,10 +21,81 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kernelarc.schema import Attempt, EvalStatus, Trace
+from kernelarc.schema import Attempt, EvalStatus, Performance, Trace
 
 REFERENCE_BASELINE = "reference"
 """T_b label: the trace's reference latency."""
+
+
+@dataclass(frozen=True)
+class SpeedupInterval:
+    """The confidence interval of a (geometric-mean) speedup and how it was made."""
+
+    estimate: float
+    """The interleaved estimate the interval is of (geometric mean over workloads)."""
+    low: float
+    """Lower bound."""
+    high: float
+    """Upper bound."""
+    method: str
+    """How: the runner's per-workload method, and how workloads were combined."""
+
+
+AGGREGATE_METHOD = (
+    "geometric mean over {n} workloads of the per-workload bounds (at least as wide as the "
+    "interval of the geometric mean when workloads vary independently); per workload: {each}"
+)
+"""How `speedup_interval` combines workloads (stated on every aggregate it makes)."""
+
+
+def speedup_interval(perfs: list[Performance]) -> SpeedupInterval | None:
+    """The interval of the geometric-mean speedup over workloads, None unless every workload
+    carries one (runner `TimingConfig.interleave`; older traces carry none).
+
+    One workload: its own interval and method. Several: the geometric means of the lows, of
+    the estimates and of the highs (`AGGREGATE_METHOD`), which keeps low <= estimate <= high.
+    """
+    if not perfs:
+        return None
+    rows = [
+        (p.speedup_ci_low, p.interleaved_speedup, p.speedup_ci_high, p.speedup_ci_method)
+        for p in perfs
+    ]
+    lows, points, highs, methods = [], [], [], []
+    for low, point, high, method in rows:
+        if low is None or point is None or high is None or not method:
+            return None
+        lows.append(low)
+        points.append(point)
+        highs.append(high)
+        methods.append(method)
+    if len(rows) == 1:
+        return SpeedupInterval(points[0], lows[0], highs[0], methods[0])
+    # The per-workload methods differ only in their "N pairs x K calls" tail.
+    each = "; ".join(sorted({m.rsplit(", ", 1)[0] for m in methods}))
+    return SpeedupInterval(
+        geometric_mean(points),
+        geometric_mean(lows),
+        geometric_mean(highs),
+        AGGREGATE_METHOD.format(n=len(rows), each=each),
+    )
+
+
+def interval_fields(interval: SpeedupInterval | None) -> dict[str, float | str | None]:
+    """The Attempt fields of an interval (all None without one)."""
+    if interval is None:
+        return {
+            "interleaved_speedup": None,
+            "speedup_ci_low": None,
+            "speedup_ci_high": None,
+            "speedup_ci_method": None,
+        }
+    return {
+        "interleaved_speedup": interval.estimate,
+        "speedup_ci_low": interval.low,
+        "speedup_ci_high": interval.high,
+        "speedup_ci_method": interval.method,
+    }
 
 
 @dataclass(frozen=True)
@@ -39,6 +110,8 @@ class Score:
     """Geometric-mean latency over workloads (PASSED only)."""
     latencies_ms: tuple[float, ...] = ()
     """Median latency per workload, in order (PASSED only)."""
+    interval: SpeedupInterval | None = None
+    """The speedup's confidence interval (PASSED and every workload interleaved only)."""
 
 
 def score_traces(traces: list[Trace]) -> Score:
@@ -56,7 +129,13 @@ def score_traces(traces: list[Trace]) -> Score:
         return Score(EvalStatus.RUNTIME_ERROR, None, None)
     speedups = [p.speedup_factor for p in perfs]
     latencies = [p.latency_ms for p in perfs]
-    return Score(EvalStatus.PASSED, geomean(speedups), geomean(latencies), tuple(latencies))
+    return Score(
+        EvalStatus.PASSED,
+        geomean(speedups),
+        geomean(latencies),
+        tuple(latencies),
+        speedup_interval(perfs),
+    )
 
 
 def first_failure_log(traces: list[Trace]) -> str:
@@ -129,6 +208,8 @@ class ProblemScore:
     """The traces' hardware names, joined with `+` when several."""
     cpu_timed: bool
     """Some trace was timed on the CPU (a pipeline check, not kernel performance)."""
+    interval: SpeedupInterval | None = None
+    """The speedup's confidence interval (`speedup_interval`; None: a trace without one)."""
 
     @property
     def t_b_ms(self) -> float:
@@ -151,11 +232,13 @@ def score_attempt(
     """
     rows: list[WorkloadScore] = []
     methods: set[str | None] = set()
+    perfs: list[Performance] = []
     for trace in attempt.traces:
         perf = trace.evaluation.performance if trace.evaluation else None
         if perf is None:
             msg = f"attempt {attempt.index} ({attempt.proposal.id}): trace without performance"
             raise ValueError(msg)
+        perfs.append(perf)
         methods.add(perf.timing_method)
         t_sol = bounds_ms.get(trace.workload.uuid) if bounds_ms is not None else None
         t_b = perf.reference_latency_ms
@@ -178,6 +261,7 @@ def score_attempt(
         sol_score=sum(r.sol_score or 0.0 for r in rows) / len(rows) if complete else None,
         hardware="+".join(hardware),
         cpu_timed="cpu_monotonic" in methods,
+        interval=speedup_interval(perfs),
     )
 
 

@@ -182,6 +182,11 @@ def _run_json(run: RunResult, target: float) -> dict[str, Any]:
         "seed": run.seed,
         "mlflow_run_id": run.mlflow_run_id,
         "final_best_speedup": run.final_best,
+        "final_best_speedup_ci": (
+            None
+            if run.final_ci is None
+            else {"low": run.final_ci[0], "high": run.final_ci[1], "method": run.final_ci[2]}
+        ),
         "final_sol_score": run.final_sol,
         "candidates_to_target": run.candidates_to(target),
         "best_so_far": list(run.best_so_far),
@@ -254,10 +259,13 @@ def _write_runs_csv(path: Path, arms: Sequence[ArmStats], cpu: set[str]) -> Path
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         header = ["campaign", "problem", "arm", "seed", "final_best_speedup", "final_sol_score"]
-        writer.writerow([*header, "timing"])
+        interval = ["final_best_speedup_ci_low", "final_best_speedup_ci_high", "ci_method"]
+        writer.writerow([*header, "timing", *interval])
         for a in arms:
             for r in a.runs:
                 sol = "" if r.final_sol is None else r.final_sol
                 timing = _timing([r.label], cpu)
-                writer.writerow([r.label, r.problem, r.arm, r.seed, r.final_best, sol, timing])
+                ci = list(r.final_ci) if r.final_ci is not None else ["", "", ""]
+                row = [r.label, r.problem, r.arm, r.seed, r.final_best, sol, timing]
+                writer.writerow([*row, *ci])
     return path

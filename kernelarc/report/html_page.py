@@ -26,7 +26,12 @@ DEFINITIONS = (
         "best-so-far",
         "speedup of the incumbent (the last NEW_BEST attempt) after k attempts; 0 before one",
     ),
-    ("final best speedup", "best-so-far after B attempts, over the reference"),
+    (
+        "final best speedup",
+        "best-so-far after B attempts, over the reference; per campaign with the incumbent's "
+        "own interval [low, high] from the runner's interleaved timing, when its attempt "
+        "recorded one (attempts.jsonl speedup_ci_method says how it was made)",
+    ),
     (
         "final SOL score",
         "SOL-ExecBench score of that incumbent (T_b = reference; needs a roofline bound)",
@@ -136,7 +141,7 @@ def _runs_table(runs: Sequence[RunResult], arms: Sequence[ArmStats]) -> str:
                 _e(r.problem),
                 _e(r.arm),
                 _e(r.seed),
-                _num(f"{r.final_best:.4g}"),
+                _num(f"{r.final_best:.4g}{_recorded_interval(r)}"),
                 _num("-" if r.final_sol is None else f"{r.final_sol:.4g}"),
                 _num("-" if reached is None else str(reached)),
                 _e(gains),
@@ -148,13 +153,20 @@ def _runs_table(runs: Sequence[RunResult], arms: Sequence[ArmStats]) -> str:
         "problem",
         "arm",
         "seed",
-        "final best",
+        "final best [interleaved CI]",
         "final SOL",
         "to target",
         "incumbent gains (agent@attempt)",
         "MLflow run",
     ]
     return _table(head, rows)
+
+
+def _recorded_interval(run: RunResult) -> str:
+    """` [low, high]` of the final incumbent's recorded speedup interval ('' without one)."""
+    if run.final_ci is None:
+        return ""
+    return f" [{run.final_ci[0]:.4g}, {run.final_ci[1]:.4g}]"
 
 
 def _credit(arm: ArmStats, by: str) -> dict[str, float]:

@@ -7,6 +7,8 @@ Place in the flow: `report.build` turns each campaign into a `RunResult` and gro
 - best-so-far after k attempts: the speedup of the incumbent (the last NEW_BEST attempt) among
   the first k, 0 while there is none (no correct kernel yet);
 - final best speedup: best-so-far after B; final SOL score: the SOL score of that incumbent;
+  its speedup interval is the one the incumbent's attempt recorded (runs.json/runs.csv; the
+  runner's interleaved timing, `Attempt.speedup_ci_*`), not the arm's interval over campaigns;
 - candidates to target: the smallest k <= B whose best-so-far reaches the target;
 - credit: each NEW_BEST within B adds its speedup minus the previous incumbent's (0 for the
   first) to its agent and its strategy, so an arm's credits add up to its final best speedup;
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernelarc.report.inputs import CampaignData
-from kernelarc.schema import Verdict
+from kernelarc.schema import Attempt, Verdict
 
 CI_METHODS = ("bootstrap", "t")
 """Interval methods `mean_interval` knows (the first is the default)."""
@@ -76,6 +78,9 @@ class RunResult:
     """Incumbent changes within the budget, in order."""
     mlflow_run_id: str | None = None
     """The parent run, when known."""
+    final_ci: tuple[float, float, str] | None = None
+    """The final incumbent's speedup interval (low, high, method) as its attempt recorded it;
+    None: no incumbent, or one recorded without an interval."""
 
     def candidates_to(self, target: float) -> int | None:
         """Attempts needed until best-so-far reached `target` (None: not within the budget)."""
@@ -142,6 +147,7 @@ def run_result(campaign: CampaignData, arm: str, budget: int) -> RunResult:
     within = [a for a in campaign.attempts if a.index < budget]
     by_index = {a.index: a for a in within}
     best, best_index = 0.0, None
+    incumbent: Attempt | None = None
     curve: list[float] = []
     gains: list[Gain] = []
     for k in range(budget):
@@ -149,7 +155,7 @@ def run_result(campaign: CampaignData, arm: str, budget: int) -> RunResult:
         if attempt is not None and attempt.verdict == Verdict.NEW_BEST and attempt.speedup:
             p = attempt.proposal
             gains.append(Gain(k, p.agent, p.strategy, attempt.speedup, attempt.speedup - best))
-            best, best_index = attempt.speedup, k
+            best, best_index, incumbent = attempt.speedup, k, attempt
         curve.append(best)
     final_sol = campaign.sol_scores.get(best_index) if best_index is not None else None
     return RunResult(
@@ -162,7 +168,14 @@ def run_result(campaign: CampaignData, arm: str, budget: int) -> RunResult:
         final_sol=final_sol,
         gains=tuple(gains),
         mlflow_run_id=campaign.mlflow_run_id,
+        final_ci=_recorded_interval(incumbent),
     )
+
+
+def _recorded_interval(attempt: Attempt | None) -> tuple[float, float, str] | None:
+    if attempt is None or attempt.speedup_ci_low is None or attempt.speedup_ci_high is None:
+        return None
+    return attempt.speedup_ci_low, attempt.speedup_ci_high, attempt.speedup_ci_method or ""
 
 
 def default_targets(

@@ -16,7 +16,7 @@ import json
 import socket
 import struct
 from collections.abc import Sequence
-from typing import IO, Any, Literal, cast
+from typing import IO, Annotated, Any, Literal, cast
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
@@ -40,11 +40,11 @@ class ChannelClosed(ChannelError):
 
 
 class WorkerReply(BaseModel):
-    """What a worker answers to `ready`, `run` and `time` requests (untrusted)."""
+    """What a worker answers to `ready`, `run`, `time` and `time_block` requests (untrusted)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    kind: Literal["ready", "import_error", "compile_error", "run", "time"]
+    kind: Literal["ready", "import_error", "compile_error", "run", "time", "time_block"]
     """Which request this answers; `import_error`/`compile_error` end the worker's start."""
     error: str = Field(default="", max_length=MAX_HEADER_BYTES)
     """The candidate's failure (traceback), empty on success."""
@@ -58,6 +58,10 @@ class WorkerReply(BaseModel):
     """How it was measured: `cupti`, `cuda_events` or `cpu_monotonic` (time)."""
     timing_note: str = Field(default="", max_length=64 * 1024)
     """Why a timing fallback was taken, if one was (time)."""
+    samples_ms: list[Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(
+        default_factory=list, max_length=100_000
+    )
+    """The timed samples of one interleaved block, in order (time_block)."""
     tampered: list[str] = Field(default_factory=list)
     """Guarded functions no longer identical to their snapshot."""
     threads_started: int = Field(default=0, ge=0)

@@ -49,6 +49,8 @@ from kernelarc.runner.environment import describe_environment
 from kernelarc.runner.hack_checks import implausible_latency, thread_injection
 from kernelarc.runner.hang_deadline import WorkloadClock
 from kernelarc.runner.inputs import CustomFn, Value
+from kernelarc.runner.interleaved import SpeedupInterval
+from kernelarc.runner.interleaved_session import time_interleaved
 from kernelarc.runner.jit_warmup import warm_jit_caches
 from kernelarc.runner.judge_state import Fn, Judge, Stop, Tally, stop
 from kernelarc.runner.memory_limit import (
@@ -226,7 +228,6 @@ def _evaluate_workload(judge: Judge, index: int, workload: Workload) -> Outcome:
         reference_latency, notes = time_reference(judge, inputs)
     judge.phase = "timing probe"
     _probe(judge, worker, index, workload, tally)
-    logger.info("workload %s took %s", workload.uuid, times.summary())
     observed_s, transfer_s = min(tally.warm)
     logger.info(
         "timing check: claimed %.4g ms, verified calls took >= %.4g ms (transfer %.4g ms, %s)",
@@ -235,22 +236,55 @@ def _evaluate_workload(judge: Judge, index: int, workload: Workload) -> Outcome:
         transfer_s * 1000,
         "by CUDA IPC" if worker.share_cuda else "by copy",
     )
-    forged = implausible_latency(timed.latency_ms, observed_s, transfer_s)
-    if forged is not None:
-        raise stop(EvalStatus.REWARD_HACK, forged)
-    latency = timed.latency_ms
+    _check_plausible(timed.latency_ms, observed_s, transfer_s)
     method = timed.timing_method
+    clock = method if method in _TIMING_METHODS else timing_method(req.device)
+    interval, interleave_note = None, ""
+    if reference_latency > 0 and req.timing.interleave:
+        # After the official claim passed its check: a forged timer is REWARD_HACK before it
+        # can spend the deadline on the blocks.
+        judge.phase = "interleaved timing"
+        with times.phase("interleaved timing"), judge.facts.stage("interleaved_timing"):
+            interval, interleave_note = time_interleaved(
+                judge, worker, inputs, clock, functools.partial(_check_probes, judge, tally=tally)
+            )
+        if interval is not None:
+            _check_plausible(interval.solution_ms, observed_s, transfer_s)
+    logger.info("workload %s took %s", workload.uuid, times.summary())
+    latency = timed.latency_ms
     performance = Performance(
         latency_ms=latency,
         reference_latency_ms=reference_latency,
         speedup_factor=reference_latency / latency if latency > 0 else 0.0,
-        timing_method=method if method in _TIMING_METHODS else timing_method(req.device),
+        timing_method=clock,
+        **_interval_fields(interval),
     )
     sharing = worker.sharing_note or judge.sharing_note
-    notes = "\n".join(n for n in (timed.timing_note, notes, sharing) if n)
+    notes = "\n".join(n for n in (timed.timing_note, notes, interleave_note, sharing) if n)
     return Outcome(
         EvalStatus.PASSED, notes, correctness=tally.worst.result(), performance=performance
     )
+
+
+def _check_plausible(claimed_ms: float, observed_s: float, transfer_s: float) -> None:
+    """REWARD_HACK (Stop) when a claimed median cannot be true (`implausible_latency`)."""
+    forged = implausible_latency(claimed_ms, observed_s, transfer_s)
+    if forged is not None:
+        raise stop(EvalStatus.REWARD_HACK, forged)
+
+
+def _interval_fields(interval: SpeedupInterval | None) -> dict[str, float | str]:
+    """The Performance fields of the interleaved stage (none when it did not run)."""
+    if interval is None:
+        return {}
+    return {
+        "interleaved_latency_ms": interval.solution_ms,
+        "interleaved_reference_latency_ms": interval.reference_ms,
+        "interleaved_speedup": interval.estimate,
+        "speedup_ci_low": interval.low,
+        "speedup_ci_high": interval.high,
+        "speedup_ci_method": interval.method,
+    }
 
 
 def _probe(
@@ -274,6 +308,7 @@ def _probe(
 
 
 def _check_probes(judge: Judge, reply: WorkerReply, tally: Tally) -> None:
+    """REWARD_HACK (Stop) when the reply shows patched functions or injected threads."""
     if reply.tampered:
         log = f"{judge.phase}: monkey-patched: {', '.join(reply.tampered)}"
         raise stop(EvalStatus.REWARD_HACK, log)

@@ -13,6 +13,7 @@ run, only the allowances count (the candidate has not been called yet then).
 import time
 from dataclasses import dataclass
 
+from kernelarc.runner.interleaved import interleaved_calls
 from kernelarc.schema import EvalRequest, HangPolicy
 
 #: Kept back from the overall timeout, so the judge reports a hang before the sandbox kills it.
@@ -45,9 +46,11 @@ class Budget:
 
 
 def candidate_calls(request: EvalRequest) -> int:
-    """Calls of the candidate per workload: the correctness rounds, the timing probe, and the
-    warm-up and timed iterations."""
-    return request.correctness_rounds + 1 + request.timing.warmup + request.timing.iterations
+    """Calls of the candidate per workload: the correctness rounds, the timing probe, the
+    warm-up and timed iterations, and the most the interleaved blocks can make."""
+    timing = request.timing
+    official = request.correctness_rounds + 1 + timing.warmup + timing.iterations
+    return official + interleaved_calls(timing)
 
 
 @dataclass

@@ -22,6 +22,7 @@ STAGES = (
     "correctness",
     "timing",
     "reference_timing",
+    "interleaved_timing",
 )
 """The stages the judge times (EvalResult.stage_s keys)."""
 

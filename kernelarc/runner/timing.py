@@ -134,25 +134,46 @@ def _events_samples_ms(
     return samples
 
 
-@contextmanager
-def steady_cpu() -> Iterator[None]:
-    """One intra-op thread, and this thread on one core, for the block; restored after."""
-    threads = torch.get_num_threads()
+def _affinity() -> set[int] | None:
     try:
-        affinity: set[int] | None = os.sched_getaffinity(0)
+        return os.sched_getaffinity(0)
     except (AttributeError, OSError):
-        affinity = None
-    torch.set_num_threads(1)
-    if affinity:
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(0, {max(affinity)})
+        return None
+
+
+@contextmanager
+def pinned_core(core: int | None) -> Iterator[None]:
+    """This thread on `core` for the block, when `core` is in its affinity set (else nothing
+    changes); the previous affinity comes back afterwards. Threads started inside inherit it."""
+    affinity = _affinity()
+    if core is None or not affinity or core not in affinity:
+        yield
+        return
+    pinned = False
+    with contextlib.suppress(OSError):
+        os.sched_setaffinity(0, {core})
+        pinned = True
     try:
         yield
     finally:
-        torch.set_num_threads(threads)
-        if affinity:
+        if pinned:
             with contextlib.suppress(OSError):
                 os.sched_setaffinity(0, affinity)
+
+
+@contextmanager
+def steady_cpu(core: int | None = None) -> Iterator[None]:
+    """One intra-op thread, and this thread on one core (`core` when it is in the affinity set,
+    else the set's last), for the block; restored after."""
+    threads = torch.get_num_threads()
+    affinity = _affinity()
+    chosen = core if affinity and core in affinity else max(affinity) if affinity else None
+    torch.set_num_threads(1)
+    try:
+        with pinned_core(chosen):
+            yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _cpu_samples_ms(
@@ -161,8 +182,9 @@ def _cpu_samples_ms(
     warmup: int,
     iterations: int,
     budget_s: float | None = None,
+    core: int | None = None,
 ) -> list[float]:
-    with steady_cpu():
+    with steady_cpu(core):
         for _ in range(warmup):
             fn(*make_args())
         samples: list[float] = []
@@ -198,18 +220,33 @@ def measure_latency(
     flush_l2: bool = True,
     method: str | None = None,
     budget_s: float | None = None,
+    core: int | None = None,
 ) -> LatencySamples:
     """Time `fn(*make_args())`: warm-up, then one sample per timed iteration.
 
     `make_args` is called once per call (warm-up included), at most `warmup + iterations`
     times (on CPU `budget_s` may end the timed loop earlier; see the module docstring).
     `method` forces "cupti" / "cuda_events" / "cpu_monotonic"; by default the best available.
+    `core`: pin the timing thread to this core (`TimingConfig.timing_core`; on CPU the last
+    core of the affinity set when None, on CUDA no pinning when None).
     Raises TimingError when CUPTI finds the call untimeable (no GPU work, changing kernels).
     """
     chosen = method or timing_method(device)
     if chosen == "cpu_monotonic":
-        samples = _cpu_samples_ms(fn, make_args, warmup, iterations, budget_s)
+        samples = _cpu_samples_ms(fn, make_args, warmup, iterations, budget_s, core)
         return LatencySamples(samples, chosen)
+    with pinned_core(core):
+        return _gpu_latency(fn, make_args, chosen, warmup, iterations, flush_l2)
+
+
+def _gpu_latency(
+    fn: Callable[..., Any],
+    make_args: ArgFactory,
+    chosen: str,
+    warmup: int,
+    iterations: int,
+    flush_l2: bool,
+) -> LatencySamples:
     flush = l2_flush_buffer() if flush_l2 else None
     note = ""
     if chosen == "cupti":

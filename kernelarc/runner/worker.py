@@ -7,7 +7,10 @@ Forked from the zygote (`kernelarc.runner.zygote`), it installs the reward-hack 
 - `run` (inputs in the blob): call the candidate once, synchronize, report the output types,
   which inputs it changed and the probes; the outputs go back as a blob;
 - `time`: time the candidate on shifted copies of the last `run`'s inputs
-  (`memory_pool.ShiftingInputPool`, `timing.measure_latency`) and report the median.
+  (`memory_pool.ShiftingInputPool`, `timing.measure_latency`) and report the median;
+- `time_block`: one block of the interleaved timing (`interleaved.py`): the same, with the
+  judge's clock method, on a pool kept across the workload's blocks (every call of the stage at
+  its own address), and report the samples.
 
 Nothing here is trusted by the judge for a pass: it recomputes the verdict from the outputs it
 receives and checks the reported latency against its own clock.
@@ -67,6 +70,8 @@ class _Worker:
     last_workload: Workload | None = None
     shared_out: list[Any] = field(default_factory=list)
     """Outputs the judge is reading by IPC: kept alive until its next request."""
+    block_pool: ShiftingInputPool | None = None
+    """The interleaved blocks' pool for the last run's inputs (made by the first block)."""
 
 
 def worker_main(sock: socket.socket, request: EvalRequest, root: Path) -> None:
@@ -137,6 +142,8 @@ def _serve(worker: _Worker) -> None:
             _handle_run(worker, int(header["workload"]), blob, header.get("shared"))
         elif kind == "time":
             _handle_time(worker, header)
+        elif kind == "time_block":
+            _handle_time_block(worker, header)
         else:
             return
 
@@ -200,6 +207,7 @@ def _handle_run(worker: _Worker, index: int, blob: Blob, shared: Any = None) -> 
         return
     pristine = _clone(args)
     worker.last_inputs, worker.last_workload = pristine, workload
+    worker.block_pool = None
     try:
         outputs = _call(worker, workload, args)
     except OutputFormatError as exc:
@@ -257,6 +265,47 @@ def _handle_time(worker: _Worker, header: dict[str, Any]) -> None:
         worker,
         "time",
         latency_ms=measured.median_ms,
+        timing_method=measured.method,
+        timing_note=measured.note,
+    )
+
+
+def _handle_time_block(worker: _Worker, header: dict[str, Any]) -> None:
+    req = worker.request
+    workload = worker.last_workload
+    if workload is None:
+        _reply(worker, "time_block", error="timing requested before any run")
+        return
+    warmup, calls = int(header["warmup"]), int(header["calls"])
+    try:
+        if worker.block_pool is None or bool(header["first"]):
+            worker.block_pool = None  # the previous pool's memory goes before the new one's
+            outputs = (
+                allocate_outputs(req.definition, workload, req.device)
+                if req.solution.spec.destination_passing_style
+                else []
+            )
+            total = int(header["pool_calls"])
+            worker.block_pool = ShiftingInputPool(worker.last_inputs, outputs, total)
+        measured = timing.measure_latency(
+            worker.entry,
+            worker.block_pool.next_args,
+            device=req.device,
+            warmup=warmup,
+            iterations=calls,
+            flush_l2=bool(header["flush_l2"]),
+            method=str(header["method"]),
+            budget_s=header.get("budget_s"),
+            core=header.get("core"),
+        )
+    except BaseException:
+        error = f"interleaved timing of the solution failed\n{traceback.format_exc()}"
+        _reply(worker, "time_block", error=error)
+        return
+    _reply(
+        worker,
+        "time_block",
+        samples_ms=measured.samples_ms,
         timing_method=measured.method,
         timing_note=measured.note,
     )

@@ -33,6 +33,7 @@ from kernelarc.runner.channel import (
 )
 from kernelarc.runner.cuda_ipc import SharingUnavailable, StagingPool, open_values
 from kernelarc.runner.hang_deadline import Budget
+from kernelarc.runner.interleaved import block_budget_s, block_calls, interleaved_calls
 from kernelarc.runner.zygote import SpawnFailed, Zygote, describe_wait_status
 from kernelarc.schema import TimingConfig
 
@@ -238,6 +239,24 @@ class WorkerClient:
         }
         self._send(header, b"")
         reply, _, _ = self._receive(("time",), _REPLY_HEADER_ONLY)
+        return reply
+
+    def time_block(self, config: TimingConfig, method: str, *, first: bool) -> WorkerReply:
+        """Ask for one interleaved timing block (`interleaved.py`) with the judge's clock
+        `method`; `first` starts a fresh pool for the workload's blocks."""
+        header = {
+            "kind": "time_block",
+            "warmup": config.block_warmup,
+            "calls": block_calls(config),
+            "flush_l2": config.flush_l2,
+            "method": method,
+            "budget_s": block_budget_s(config),
+            "core": config.timing_core,
+            "first": first,
+            "pool_calls": interleaved_calls(config),
+        }
+        self._send(header, b"")
+        reply, _, _ = self._receive(("time_block",), _REPLY_HEADER_ONLY)
         return reply
 
     def stop(self) -> str:

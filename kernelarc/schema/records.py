@@ -38,6 +38,41 @@ class TimingConfig(RecordModel):
     """CPU only: the timed loop stops once its samples add up to this many seconds (after at
     least `timing.CPU_MIN_SAMPLES`), so large CPU workloads do not take `iterations` slow calls;
     None: exactly `iterations` (CUDA always)."""
+    interleave: bool = True
+    """KernelArc addition: after the official timing, time the reference and the solution again
+    in alternating blocks (ABBA order) in one session, for a repeatable speedup with a
+    confidence interval (`Performance.speedup_ci_*`; docs/architecture.md "Interleaved
+    timing"). Needs `time_reference`; the official numbers are unchanged by it."""
+    block_calls: int = Field(default=10, ge=1)
+    """Timed calls per interleaved block (never more than `iterations`)."""
+    block_warmup: int = Field(default=1, ge=0)
+    """Untimed calls at the start of every interleaved block (the other side just ran)."""
+    min_block_pairs: int = Field(default=4, ge=2)
+    """Reference/solution block pairs before the interval may stop the stage."""
+    max_block_pairs: int = Field(default=16, ge=2)
+    """Block pairs at most; the stage stops earlier once the interval is narrow enough."""
+    ci_half_width: float = Field(default=0.01, gt=0)
+    """Stop once the interval's half-width is at most this fraction of the estimate."""
+    ci_confidence: float = Field(default=0.95, gt=0, lt=1)
+    """Two-sided confidence level of the speedup interval."""
+    interleave_budget_s: float = Field(default=5.0, gt=0)
+    """No block pair beyond `min_block_pairs` starts once the blocks' timed samples (both
+    sides) add up to this many seconds (`budget_s` instead on the CPU when set)."""
+    timing_core: int | None = Field(default=None, ge=0)
+    """A CPU core the host reserves for timing: the judge's and the worker's timing threads run
+    on it during the interleaved blocks (and the CPU timed loops). None: CUDA timing is not
+    pinned (parallel sandboxes would all pick the same core), and CPU loops use the last core
+    of the process's affinity set, as before."""
+
+    @model_validator(mode="after")
+    def _pairs_ordered(self) -> "TimingConfig":
+        if self.max_block_pairs < self.min_block_pairs:
+            msg = (
+                f"timing.max_block_pairs ({self.max_block_pairs}) is below "
+                f"timing.min_block_pairs ({self.min_block_pairs}); raise max_block_pairs"
+            )
+            raise ValueError(msg)
+        return self
 
 
 class HangPolicy(RecordModel):
@@ -147,7 +182,8 @@ class EvalResult(RecordModel):
     stage_s: dict[str, float] = Field(default_factory=dict)
     """Seconds per stage inside the runner, as the judge measured them: `build` (C++),
     `worker_start` (forking the worker, importing the candidate), `correctness` (rounds and the
-    timing probe), `timing` (the candidate's timed iterations), `reference_timing`, `inputs`
+    timing probe), `timing` (the candidate's timed iterations), `reference_timing`,
+    `interleaved_timing` (both sides' interleaved blocks), `inputs`
     (drawing inputs, re-drawn ones included). Empty when the runner reported none."""
 
 
@@ -215,6 +251,16 @@ class Attempt(RecordModel):
     """Geometric mean of speedup_factor over workloads (PASSED only)."""
     latency_ms: float | None = None
     """Geometric mean of latency_ms over workloads (PASSED only)."""
+    interleaved_speedup: float | None = None
+    """Geometric mean of the traces' interleaved speedups, the point the interval below is of
+    (None: a trace without one, or an older record)."""
+    speedup_ci_low: float | None = None
+    """Lower bound of the speedup's confidence interval (`guard.score.speedup_interval`)."""
+    speedup_ci_high: float | None = None
+    """Upper bound of the speedup's confidence interval."""
+    speedup_ci_method: str | None = None
+    """How the interval was made: the runner's per-workload method and how workloads were
+    combined."""
     verdict: Verdict
     """Whether it became the campaign's best."""
     best_speedup_after: float | None = None

@@ -66,8 +66,8 @@ class ThroughputReport(RecordModel):
     of correctness screens, of candidates' timed evaluations, of the guard's re-timing and
     confirmation runs) and `<stage>_queue_wait` (their waits for a slot); `runner_build`,
     `runner_jit_warm_up`, `runner_worker_start`, `runner_inputs`, `runner_correctness`,
-    `runner_timing`, `runner_reference_timing` (the judges' own measurements, over every
-    evaluation), and
+    `runner_timing`, `runner_reference_timing`, `runner_interleaved_timing` (the judges' own
+    measurements, over every evaluation), and
     `sandbox_other` (sandbox time outside those: process start or the wait for a warm spare,
     imports, the jail, result handling)."""
 

@@ -57,7 +57,23 @@ class Performance(WireModel):
     speedup_factor: float = Field(ge=0)
     """reference_latency_ms / latency_ms."""
     timing_method: str | None = None
-    """KernelArc addition: `cuda_events` or `cpu_monotonic` (ignored by the official reader)."""
+    """KernelArc addition: `cupti`, `cuda_events` or `cpu_monotonic` (ignored by the official
+    reader)."""
+    interleaved_latency_ms: float | None = Field(default=None, ge=0)
+    """KernelArc addition: median solution latency over the interleaved blocks (None: the
+    interleaved stage did not run; older traces)."""
+    interleaved_reference_latency_ms: float | None = Field(default=None, ge=0)
+    """KernelArc addition: median reference latency over the interleaved blocks."""
+    interleaved_speedup: float | None = Field(default=None, ge=0)
+    """KernelArc addition: the interleaved estimate of the speedup, the geometric mean over block
+    pairs of reference block median / solution block median (the point the interval is of)."""
+    speedup_ci_low: float | None = Field(default=None, ge=0)
+    """KernelArc addition: lower bound of the speedup's confidence interval."""
+    speedup_ci_high: float | None = Field(default=None, ge=0)
+    """KernelArc addition: upper bound of the speedup's confidence interval."""
+    speedup_ci_method: str | None = None
+    """KernelArc addition: how the interval was made, e.g. "interleaved ABBA blocks, bootstrap
+    95% of the geometric-mean block-median ratio, 8 pairs x 10 calls"."""
 
 
 class Evaluation(WireModel):

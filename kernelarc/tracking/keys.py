@@ -14,6 +14,13 @@ from kernelarc.schema import EvalStatus
 # --- per-attempt metrics, on the agent's child run, step = Attempt.index -------------------------
 EVAL_SPEEDUP = "eval/speedup"
 """Geometric-mean speedup over workloads (PASSED attempts only)."""
+EVAL_SPEEDUP_CI_LOW = "eval/speedup_ci_low"
+"""Lower bound of the speedup's confidence interval (absent without one; the method is the
+attempts table's `speedup_ci_method`)."""
+EVAL_SPEEDUP_CI_HIGH = "eval/speedup_ci_high"
+"""Upper bound of the speedup's confidence interval."""
+EVAL_INTERLEAVED_SPEEDUP = "eval/interleaved_speedup"
+"""The interleaved estimate of the speedup, the point the interval is of."""
 EVAL_LATENCY_MS = "eval/latency_ms"
 """Geometric-mean latency over workloads (PASSED attempts only)."""
 EVAL_PASSED = "eval/passed"
@@ -38,6 +45,10 @@ STATUS_COUNT_PREFIX = "status/"
 # --- campaign metrics, on the parent run, step = Attempt.index ----------------------------------
 CAMPAIGN_BEST_SPEEDUP = "campaign/best_speedup"
 """Speedup of the incumbent (the last NEW_BEST attempt) so far; absent until there is one."""
+CAMPAIGN_BEST_SPEEDUP_CI_LOW = "campaign/best_speedup_ci_low"
+"""Lower bound of the incumbent's speedup interval (absent while it has none)."""
+CAMPAIGN_BEST_SPEEDUP_CI_HIGH = "campaign/best_speedup_ci_high"
+"""Upper bound of the incumbent's speedup interval."""
 CAMPAIGN_BEST_LATENCY_MS = "campaign/best_latency_ms"
 """Latency of the incumbent so far."""
 CAMPAIGN_BEST_SOL_SCORE = "campaign/best_sol_score"
@@ -56,6 +67,10 @@ CAMPAIGN_FAILURES = "campaign/failures"
 # --- final metrics, on the parent run, logged once when the campaign ends ---------------------
 FINAL_BEST_SPEEDUP = "campaign/final_best_speedup"
 """Speedup of the final incumbent."""
+FINAL_BEST_SPEEDUP_CI_LOW = "campaign/final_best_speedup_ci_low"
+"""Lower bound of the final incumbent's speedup interval (absent without one)."""
+FINAL_BEST_SPEEDUP_CI_HIGH = "campaign/final_best_speedup_ci_high"
+"""Upper bound of the final incumbent's speedup interval."""
 FINAL_BEST_LATENCY_MS = "campaign/final_best_latency_ms"
 """Latency of the final incumbent."""
 FINAL_BEST_SOL_SCORE = "campaign/final_best_sol_score"
@@ -178,6 +193,9 @@ ATTEMPTS_TABLE_COLUMNS = (
     "verdict",
     "confirmed",
     "speedup",
+    "speedup_ci_low",
+    "speedup_ci_high",
+    "speedup_ci_method",
     "latency_ms",
     "sol_score",
     "best_speedup_after",

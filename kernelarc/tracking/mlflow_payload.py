@@ -126,6 +126,9 @@ class CampaignProgress:
         best = self.incumbent
         if best is not None and best.speedup is not None:
             out[keys.FINAL_BEST_SPEEDUP] = best.speedup
+            if best.speedup_ci_low is not None and best.speedup_ci_high is not None:
+                out[keys.FINAL_BEST_SPEEDUP_CI_LOW] = best.speedup_ci_low
+                out[keys.FINAL_BEST_SPEEDUP_CI_HIGH] = best.speedup_ci_high
             if best.latency_ms is not None:
                 out[keys.FINAL_BEST_LATENCY_MS] = best.latency_ms
             score = self.sol_scores.get(best.index)
@@ -152,6 +155,10 @@ class CampaignProgress:
         best = self.incumbent
         if best is not None and best.speedup is not None:
             metrics.append(Metric(keys.CAMPAIGN_BEST_SPEEDUP, best.speedup, now, step))
+            if best.speedup_ci_low is not None and best.speedup_ci_high is not None:
+                low, high = best.speedup_ci_low, best.speedup_ci_high
+                metrics.append(Metric(keys.CAMPAIGN_BEST_SPEEDUP_CI_LOW, low, now, step))
+                metrics.append(Metric(keys.CAMPAIGN_BEST_SPEEDUP_CI_HIGH, high, now, step))
             if best.latency_ms is not None:
                 metrics.append(Metric(keys.CAMPAIGN_BEST_LATENCY_MS, best.latency_ms, now, step))
             score = self.sol_scores.get(best.index)
@@ -178,6 +185,12 @@ def attempt_metrics(
     ]
     if attempt.speedup is not None:
         metrics.append(Metric(keys.EVAL_SPEEDUP, attempt.speedup, now, step))
+    interval = (
+        (keys.EVAL_SPEEDUP_CI_LOW, attempt.speedup_ci_low),
+        (keys.EVAL_SPEEDUP_CI_HIGH, attempt.speedup_ci_high),
+        (keys.EVAL_INTERLEAVED_SPEEDUP, attempt.interleaved_speedup),
+    )
+    metrics += [Metric(key, value, now, step) for key, value in interval if value is not None]
     if attempt.latency_ms is not None:
         metrics.append(Metric(keys.EVAL_LATENCY_MS, attempt.latency_ms, now, step))
     if sol_score is not None:

@@ -2,8 +2,8 @@
 
 import pytest
 
-from kernelarc.guard.score import score_attempt, sol_score
-from tests.leaderboard.conftest import build_attempt
+from kernelarc.guard.score import score_attempt, score_traces, sol_score
+from tests.leaderboard.conftest import build_attempt, with_speedup_interval
 
 
 @pytest.mark.parametrize(
@@ -50,3 +50,29 @@ def test_score_without_bounds_is_empty_and_with_partial_bounds_too() -> None:
 def test_a_failed_attempt_has_no_score() -> None:
     with pytest.raises(ValueError, match="without performance"):
         score_attempt(build_attempt(0, status="RUNTIME_ERROR"), None, "")
+
+
+def test_the_interval_of_several_workloads_combines_their_bounds_and_says_how() -> None:
+    attempt = with_speedup_interval(
+        build_attempt(0, speedup=2.0), [(1.8, 2.0, 2.2), (3.2, 4.0, 5.0)]
+    )
+    traces = attempt.traces
+    interval = score_traces(traces).interval
+    assert interval is not None
+    assert interval.low == pytest.approx((1.8 * 3.2) ** 0.5)
+    assert interval.estimate == pytest.approx((2.0 * 4.0) ** 0.5)
+    assert interval.high == pytest.approx((2.2 * 5.0) ** 0.5)
+    assert interval.method.startswith("geometric mean over 2 workloads of the per-workload bounds")
+    assert "per workload: interleaved ABBA blocks (cupti)" in interval.method
+    assert (attempt.speedup_ci_low, attempt.speedup_ci_high) == (interval.low, interval.high)
+    score = score_attempt(attempt, None, "")
+    assert score.interval == interval
+
+
+def test_one_workload_without_an_interval_leaves_the_aggregate_out() -> None:
+    attempt = with_speedup_interval(build_attempt(0), [(1.4, 1.5, 1.6), (1.4, 1.5, 1.6)])
+    old = build_attempt(1)  # recorded before intervals existed
+    mixed = [attempt.traces[0], old.traces[1]]
+    assert score_traces(mixed).interval is None
+    assert score_traces([attempt.traces[0]]).interval is not None
+    assert score_traces(old.traces).interval is None

@@ -217,3 +217,31 @@ def write_run(tmp_path: Path) -> WriteRun:
         return write_run_dir(tmp_path / name, attempts, definition=definition, record=record)
 
     return write
+
+
+def with_speedup_interval(
+    attempt: Attempt, bounds: Sequence[tuple[float, float, float]]
+) -> Attempt:
+    """The attempt as if the runner had interleaved its timing: trace n gets the interval
+    (low, estimate, high) = bounds[n], and the attempt the aggregate the campaign loop records
+    (`guard.score.score_traces`, `interval_fields`)."""
+    from kernelarc.guard.score import interval_fields, score_traces
+
+    traces = []
+    for trace, (low, point, high) in zip(attempt.traces, bounds, strict=True):
+        ev = trace.evaluation
+        assert ev is not None and ev.performance is not None
+        perf = ev.performance.model_copy(
+            update={
+                "speedup_ci_low": low,
+                "interleaved_speedup": point,
+                "speedup_ci_high": high,
+                "speedup_ci_method": "interleaved ABBA blocks (cupti), bootstrap 95% CI of the "
+                "geometric-mean ratio of block medians, 8 pairs x 10 calls",
+            }
+        )
+        traces.append(
+            trace.model_copy(update={"evaluation": ev.model_copy(update={"performance": perf})})
+        )
+    interval = score_traces(traces).interval
+    return attempt.model_copy(update={"traces": traces, **interval_fields(interval)})

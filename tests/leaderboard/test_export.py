@@ -15,7 +15,12 @@ from kernelarc.schema import EvalStatus, Trace, Verdict
 from leaderboard import export_leaderboard, export_run, plan_export, qualifies
 from leaderboard.inputs import CampaignInput, load_run_dir, load_run_dirs
 from leaderboard.manifest import SCORES_COLUMNS, describe_plan
-from tests.leaderboard.conftest import MakeAttempt, WriteRun, definition_json
+from tests.leaderboard.conftest import (
+    MakeAttempt,
+    WriteRun,
+    definition_json,
+    with_speedup_interval,
+)
 
 
 def _scores(out: Path) -> list[dict[str, str]]:
@@ -182,6 +187,27 @@ def test_scores_csv_and_manifest(
     assert campaign["config_sha256"] and len(campaign["config_sha256"]) == 64
     assert (campaign["name"], campaign["device"], campaign["attempts"]) == ("run", "cuda", 1)
     assert set(manifest) >= {"exporter", "hardware", "scoring", "without_accepted_attempt"}
+
+
+def test_the_speedup_interval_survives_attempts_jsonl_into_the_export(
+    tmp_path: Path, make_attempt: MakeAttempt, write_run: WriteRun
+) -> None:
+    fresh = with_speedup_interval(
+        make_attempt(0, problem="softmax", speedup=2.0), [(1.9, 2.0, 2.1), (1.6, 2.0, 2.5)]
+    )
+    old = make_attempt(0, problem="relu", speedup=1.5)  # recorded without an interval
+    out = tmp_path / "out"
+    runs = [load_run_dir(write_run([fresh], name="a")), load_run_dir(write_run([old], name="b"))]
+    export_leaderboard(runs, out)
+    rows = {row["problem"]: row for row in _scores(out)}
+    assert float(rows["softmax"]["speedup_ci_low"]) == pytest.approx((1.9 * 1.6) ** 0.5, rel=1e-5)
+    assert float(rows["softmax"]["speedup_ci_high"]) == pytest.approx((2.1 * 2.5) ** 0.5, rel=1e-5)
+    assert rows["softmax"]["speedup_ci_method"].startswith("geometric mean over 2 workloads")
+    assert (rows["relu"]["speedup_ci_low"], rows["relu"]["speedup_ci_method"]) == ("", "")
+    problems = json.loads((out / "manifest.json").read_text())["problems"]
+    assert problems["softmax"]["speedup_ci"]["low"] == pytest.approx((1.9 * 1.6) ** 0.5)
+    assert "interleaved ABBA blocks" in problems["softmax"]["speedup_ci"]["method"]
+    assert problems["relu"]["speedup_ci"] is None
 
 
 def test_sol_score_is_empty_without_a_bound(

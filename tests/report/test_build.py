@@ -14,6 +14,7 @@ from kernelarc.errors import ConfigError
 from kernelarc.report.build import ReportOptions, build_report
 from kernelarc.report.inputs import find_run_dirs, load_campaigns
 from kernelarc.schema import Attempt, EvalStatus, Verdict
+from tests.leaderboard.conftest import with_speedup_interval
 from tests.report.conftest import write_run_dir
 from tests.tracking.conftest import build_attempt
 
@@ -183,3 +184,27 @@ def test_cpu_timed_campaigns_are_labelled_a_pipeline_check(tmp_path: Path) -> No
     assert [r["timing"] for r in csv.DictReader(io.StringIO((out / "arms.csv").read_text()))] == [
         label
     ]
+
+
+def test_the_final_incumbents_interval_reaches_the_runs_files_and_the_page(
+    tmp_path: Path,
+) -> None:
+    incumbent = with_speedup_interval(
+        build_attempt(0, speedup=2.0, verdict=NEW_BEST), [(1.9, 2.0, 2.1)]
+    )
+    older = build_attempt(0, speedup=1.5, verdict=NEW_BEST)  # recorded without an interval
+    root = tmp_path / "sweep"
+    write_run_dir(root / "0", [incumbent], overrides=["seed=0"])
+    write_run_dir(root / "1", [older], overrides=["seed=1"])
+    out = tmp_path / "report"
+    build_report(load_campaigns([str(root)], "unused"), out, ReportOptions())
+    rows = list(csv.DictReader(io.StringIO((out / "runs.csv").read_text())))
+    by_speedup = {float(r["final_best_speedup"]): r for r in rows}
+    assert float(by_speedup[2.0]["final_best_speedup_ci_low"]) == pytest.approx(1.9)
+    assert float(by_speedup[2.0]["final_best_speedup_ci_high"]) == pytest.approx(2.1)
+    assert by_speedup[2.0]["ci_method"].startswith("interleaved ABBA blocks (cupti)")
+    assert by_speedup[1.5]["final_best_speedup_ci_low"] == ""
+    runs = json.loads((out / "report.json").read_text())["runs"]
+    intervals = {r["final_best_speedup"]: r["final_best_speedup_ci"] for r in runs}
+    assert intervals[1.5] is None and intervals[2.0]["high"] == pytest.approx(2.1)
+    assert "2 [1.9, 2.1]" in (out / "report.html").read_text()

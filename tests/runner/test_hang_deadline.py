@@ -13,7 +13,7 @@ def _request(**update: object) -> object:
     base = vector_add_request(
         "def run(x, y):\n    return x + y\n",
         correctness_rounds=3,
-        timing=TimingConfig(warmup=2, iterations=5),
+        timing=TimingConfig(warmup=2, iterations=5, interleave=False),
     )
     return base.model_copy(
         update={"hang": HangPolicy(reference_factor=10, allowance_s=4), **update}
@@ -34,6 +34,15 @@ def test_the_deadline_grows_with_the_reference_time_and_the_calls_made() -> None
     assert budget.remaining_s() == pytest.approx(9.0)
     fresh = clock.begin_workload()
     assert fresh is not budget and fresh.limit_s == pytest.approx(4.0)
+
+
+def test_the_interleaved_blocks_count_as_calls() -> None:
+    timing = TimingConfig(warmup=2, iterations=5, block_calls=8, block_warmup=1, max_block_pairs=6)
+    request = _request(timing=timing)
+    # 6 pairs at most, each with one block of the candidate: 1 warm-up + min(8, 5) timed calls
+    assert candidate_calls(request) == 3 + 1 + 2 + 5 + 6 * (1 + 5)
+    no_reference = timing.model_copy(update={"time_reference": False})
+    assert candidate_calls(_request(timing=no_reference)) == 3 + 1 + 2 + 5
 
 
 def test_a_worker_start_adds_the_build_allowance_and_caps_apply() -> None:
