@@ -425,6 +425,7 @@ def _perf_record(perf: Any) -> dict[str, Any]:
         "reference_ms": fields.get("reference_latency_ms"),
         "latency_ms": fields.get("latency_ms"),
         "speedup": fields.get("speedup_factor"),
+        "interleaved": fields.get("interleaved_speedup"),
         "ci": ci,
     }
 
@@ -828,7 +829,14 @@ def repeat_cases(problems: list[str], device: str) -> list[list[Case]]:
 
 
 def _new_side() -> dict[str, list[Any]]:
-    return {"statuses": [], "reference_ms": [], "latency_ms": [], "speedup": [], "ci": []}
+    return {
+        "statuses": [],
+        "reference_ms": [],
+        "latency_ms": [],
+        "speedup": [],
+        "interleaved": [],
+        "ci": [],
+    }
 
 
 def _record_run(side: dict[str, list[Any]], outcome: Outcome, uuid: str) -> None:
@@ -837,8 +845,8 @@ def _record_run(side: dict[str, list[Any]], outcome: Outcome, uuid: str) -> None
     perf = outcome.perf.get(uuid)
     if status != "PASSED" or perf is None:
         return
-    for key in ("reference_ms", "latency_ms", "speedup"):
-        if perf[key] is not None:
+    for key in ("reference_ms", "latency_ms", "speedup", "interleaved"):
+        if perf.get(key) is not None:
             side[key].append(perf[key])
     side["ci"].append(perf["ci"])
 
@@ -971,6 +979,7 @@ def repeat_summary(report: Report) -> dict[str, Any]:
                 "reference_ms": spread(data["reference_ms"]),
                 "latency_ms": spread(data["latency_ms"]),
                 "speedup": spread(data["speedup"]),
+                "interleaved": spread(data.get("interleaved", [])),
                 "ci": data["ci"],
             }
         rows.append(row)
@@ -998,6 +1007,7 @@ def repeat_summary(report: Report) -> dict[str, Any]:
         "kernelarc": {
             "reference_ms": goal("kernelarc", "reference_ms"),
             "speedup": goal("kernelarc", "speedup"),
+            "interleaved": goal("kernelarc", "interleaved"),
         },
         "official": {
             "reference_ms": goal("official", "reference_ms"),
@@ -1150,10 +1160,20 @@ def _repeat_text(summary: dict[str, Any]) -> str:
             f"{ref['within_goal']}/{ref['workloads']} workloads above {above} (median "
             f"{_pct(ref['median_cv'])}, worst {_pct(ref['worst_cv'])}), speedup CV on "
             f"{sp['within_goal']}/{sp['workloads']} (median {_pct(sp['median_cv'])}, worst "
-            f"{_pct(sp['worst_cv'])})"
+            f"{_pct(sp['worst_cv'])})" + _interleaved_text(data.get("interleaved"))
         )
 
     return f"{summary['repeats']} runs; " + "; ".join([side("kernelarc"), side("official")])
+
+
+def _interleaved_text(data: dict[str, Any] | None) -> str:
+    """KernelArc's interleaved speedup (reference and solution timed in alternating blocks)."""
+    if not data or not data.get("workloads"):
+        return ""
+    return (
+        f", interleaved speedup CV on {data['within_goal']}/{data['workloads']} (median "
+        f"{_pct(data['median_cv'])}, worst {_pct(data['worst_cv'])})"
+    )
 
 
 def _range(data: dict[str, Any]) -> str:
@@ -1199,13 +1219,15 @@ def _repeat_table(report: Report, summary: dict[str, Any]) -> list[str]:
         + (" CPU timings: a pipeline check, not performance." if report.device == "cpu" else ""),
         "",
         "| problem | solution | workload | runs | reference ms | ref max/min | ref CV "
-        "| solution ms | sol max/min | speedup | speedup max/min | speedup CV | KA speedup CI "
+        "| solution ms | sol max/min | speedup | speedup max/min | speedup CV "
+        "| interleaved speedup | interleaved CV | KA speedup CI "
         "| official reference ms | official speedup |",
-        "|" + " --- |" * 15,
+        "|" + " --- |" * 17,
     ]
     for row in summary["workloads"]:
         ka = row["kernelarc"]
         ref, sol, sp = ka["reference_ms"], ka["latency_ms"], ka["speedup"]
+        inter = ka.get("interleaved") or {}
         runs = f"{sp['n']}/{ka['runs']}"
         if ka["statuses"] != ["PASSED"]:
             runs += " (" + ", ".join(ka["statuses"]) + ")"
@@ -1213,7 +1235,8 @@ def _repeat_table(report: Report, summary: dict[str, Any]) -> list[str]:
             f"| {row['problem']} | {row['solution']} | {row['workload']} | {runs} | "
             f"{_range(ref)} | {_num(ref.get('max_over_min'))} | {_pct(ref.get('cv'))} | "
             f"{_range(sol)} | {_num(sol.get('max_over_min'))} | {_range(sp)} | "
-            f"{_num(sp.get('max_over_min'))} | {_pct(sp.get('cv'))} | {_ci_text(ka['ci'])} | "
+            f"{_num(sp.get('max_over_min'))} | {_pct(sp.get('cv'))} | {_range(inter)} | "
+            f"{_pct(inter.get('cv'))} | {_ci_text(ka['ci'])} | "
             f"{_official_cell(row['official'], 'reference_ms', summary['official_absent'])} | "
             f"{_official_cell(row['official'], 'speedup', summary['official_absent'])} |"
         )

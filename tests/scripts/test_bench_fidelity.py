@@ -124,7 +124,9 @@ def test_repeatability_stage_runs_without_the_official_side(tmp_path: Path) -> N
     for row in rows.values():
         ka = row["kernelarc"]
         assert ka["runs"] == 2 and ka["statuses"] == ["PASSED"]
-        for quantity in ("reference_ms", "latency_ms", "speedup"):
+        # "interleaved": the runner's own interleaved reference/solution blocks, each run's
+        # speedup with a confidence interval (issue 17)
+        for quantity in ("reference_ms", "latency_ms", "speedup", "interleaved"):
             stats = ka[quantity]
             assert stats["n"] == 2, (quantity, stats)
             assert 0 < stats["min"] <= stats["median"] <= stats["max"]
@@ -141,8 +143,17 @@ def test_repeatability_stage_runs_without_the_official_side(tmp_path: Path) -> N
     text = md.read_text()
     assert text in done.stdout
     assert "## Repeatability: 2 runs of KernelArc" in text
-    for column in ("ref max/min", "ref CV", "speedup max/min", "speedup CV", "KA speedup CI"):
+    for column in (
+        "ref max/min",
+        "ref CV",
+        "speedup max/min",
+        "speedup CV",
+        "interleaved speedup",
+        "interleaved CV",
+        "KA speedup CI",
+    ):
         assert column in text
+    assert "none in the trace" not in text  # every PASSED run carries its speedup CI
     assert "not run (--kernelarc-only)" in text  # the official columns, and why they are empty
     assert "pipeline check, not performance" in text
 
