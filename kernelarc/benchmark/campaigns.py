@@ -52,7 +52,15 @@ from kernelarc.guard import score_traces
 from kernelarc.guard.ceilings import gpu_identity
 from kernelarc.problems.builtin_set import builtin_dir, builtin_names
 from kernelarc.problems.files import Problem, load_problem
-from kernelarc.schema import Attempt, EvalRequest, EvalStatus, Language, Proposal, TimingConfig
+from kernelarc.schema import (
+    Attempt,
+    EvalRequest,
+    EvalStatus,
+    Language,
+    Proposal,
+    TimingConfig,
+    Trace,
+)
 from kernelarc.tracking import make_tracker
 from kernelarc.tracking.attempts_log import read_attempts
 
@@ -307,15 +315,18 @@ def measure_baselines(
             result = sandbox.evaluate(request, timeout_s=cfg.eval.timeout_s)
         except SandboxError as exc:
             log(f"  baseline {tag}: INFRA_ERROR {exc}")
-            runs.append(BaselineRun(tag, "INFRA_ERROR", {}, {}, "bench"))
+            runs.append(BaselineRun(tag, "INFRA_ERROR", {}, {}, "bench", error=str(exc)[:600]))
             return
         score = score_traces(result.traces)
         latency, reference = trace_latencies(result.traces)
         passed = score.status == EvalStatus.PASSED
+        error = "" if passed else _first_failure(result.traces, result.stderr_tail)
         runs.append(
-            BaselineRun(tag, str(score.status), latency if passed else {}, reference, "bench")
+            BaselineRun(
+                tag, str(score.status), latency if passed else {}, reference, "bench", error=error
+            )
         )
-        shown = f"{score.latency_ms:.4g} ms" if score.latency_ms else ""
+        shown = f"{score.latency_ms:.4g} ms" if score.latency_ms else error[:200]
         log(f"  baseline {tag}: {score.status} {shown} ({time.monotonic() - started:.0f} s)")
 
     prepared = False
@@ -331,6 +342,15 @@ def measure_baselines(
     finally:
         sandbox.close()
     return runs
+
+
+def _first_failure(traces: Sequence[Trace], stderr_tail: str) -> str:
+    """The first failing workload's status and log (or the sandbox's stderr), cut short."""
+    for trace in traces:
+        evaluation = trace.evaluation
+        if evaluation is not None and evaluation.status != EvalStatus.PASSED:
+            return f"{trace.workload.uuid}: {evaluation.status}: {evaluation.log[-600:]}"
+    return stderr_tail[-600:]
 
 
 def _progress(name: str, started: float, log: Log) -> Callable[[Attempt, CampaignState], None]:

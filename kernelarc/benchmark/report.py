@@ -36,8 +36,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kernelarc.campaign.run_record import CampaignRecord
-from kernelarc.guard.bootstrap import bootstrap_interval
 from kernelarc.guard.score import sol_score
+from kernelarc.ratio_interval import bootstrap_interval
 from kernelarc.schema import Attempt, EvalStatus, Proposal, Trace, Verdict
 
 BASELINE_DEFAULT = "compile-default"
@@ -81,6 +81,8 @@ class BaselineRun:
     """`campaign attempt <i>` or `bench` (measured after the campaign, same protocol)."""
     rounds_ms: Sequence[Mapping[str, float]] = ()
     """Further PASSED timings of the same solution (guard re-timing rounds, confirmation)."""
+    error: str = ""
+    """Why it did not pass: the first failing workload's log, cut short (empty when PASSED)."""
 
 
 @dataclass(frozen=True)
