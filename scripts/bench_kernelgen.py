@@ -245,6 +245,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--markdown", type=Path)
     args = parser.parse_args(argv)
+    # A `.kb/*` glob also names the importer's report file: only problem dirs are benchmarked.
+    skipped = [p for p in args.problems if not (Path(p) / "definition.json").is_file()]
+    if skipped:
+        print(f"not problem dirs (no definition.json), skipped: {skipped}", file=sys.stderr)
+    args.problems = [p for p in args.problems if p not in skipped]
+    if not args.problems:
+        parser.error("no problem dir (a dir holding definition.json) among the arguments")
     ctx = mp.get_context("spawn")
     jobs, results = ctx.Queue(), ctx.Queue()
     for problem in args.problems:
