@@ -151,6 +151,8 @@ def test_export_then_eval_passes(campaign: tuple[Path, str, Path]) -> None:
 
 
 def test_multirun_gives_one_campaign_per_job(tmp_path: Path) -> None:
+    # About the sweep, not the guard (the module's campaign above runs with it): guard=off
+    # spares each job the re-timing of its second candidate (~2/3 of the job's time on CPU).
     sweep = tmp_path / "sweep"
     proc = _run(
         [
@@ -162,6 +164,7 @@ def test_multirun_gives_one_campaign_per_job(tmp_path: Path) -> None:
             "budget.candidates=2",
             "eval.correctness_rounds=2",
             "tracking=none",
+            "guard=off",
             "device=cpu",
             f"hydra.sweep.dir={sweep}",
         ],
