@@ -275,7 +275,8 @@ def sandboxed() -> dict[str, list[str]]:
             timing=TimingConfig(warmup=0, iterations=1),
             problem_dir=str(problem.path.resolve()),
         )
-        result = LocalSandbox().evaluate(request, timeout_s=240)
+        # One evaluation per sandbox: no spare runner to pre-start for a next one.
+        result = LocalSandbox(warm_spare=False).evaluate(request, timeout_s=240)
         return [
             f"{t.evaluation.status}: {t.evaluation.log[-800:]}" if t.evaluation else "none"
             for t in result.traces
