@@ -40,6 +40,9 @@ from kernelarc.problems.builtin_set import builtin_names, resolve_problem
 from kernelarc.problems.files import Problem, load_problem
 from kernelarc.schema import EvalRequest, EvalStatus, TimingConfig
 
+#: Module fixtures run every template variant through the interpreter and the runner.
+pytestmark = pytest.mark.slow
+
 
 def _problem(name: str, workloads: str = "workload.jsonl") -> Problem:
     if name in SAMPLE_NAMES:

@@ -23,6 +23,9 @@ from kernelarc.schema import (
     TimingConfig,
 )
 
+#: Real runner evaluations throughout (the kernel table alone is 13).
+pytestmark = pytest.mark.slow
+
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 KERNELS = SAMPLES / "kernels"
 TIMEOUT_S = 180.0
