@@ -19,10 +19,13 @@ echo "[test] pytest"
 set +e
 # Two workers (CI has 2 cores; most tests wait on sandboxed subprocesses); a test file stays in one
 # worker so its module fixtures (dockerd, mlflow server) start once. KERNELARC_TEST_WORKERS=0: serial.
-# --durations=25: the slowest test phases at the end of the log, to see what bounds the run.
+# --no-loadscope-reorder: hand files out in collection order, where tests/conftest.py puts the
+# files with slow tests first (xdist's default order, most tests first, started the long files
+# of few tests last). --durations=25: the slowest test phases at the end of the log.
 workers=${KERNELARC_TEST_WORKERS:-2}
 if [ "$workers" -gt 0 ]; then
-  .venv/bin/python -m pytest -n "$workers" --dist loadfile --durations=25 "$@"
+  .venv/bin/python -m pytest -n "$workers" --dist loadfile --no-loadscope-reorder \
+    --durations=25 "$@"
 else
   .venv/bin/python -m pytest --durations=25 "$@"
 fi
