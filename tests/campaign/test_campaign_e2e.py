@@ -42,6 +42,7 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Path]
             "problem=rmsnorm",
             "budget.candidates=4",
             "eval.correctness_rounds=3",
+            "guard.min_repeats=2",  # the least re-timing that decides (default 3): 2 runs fewer
             "seed=0",
             "device=cpu",
             f"tracking.uri={uri}",
