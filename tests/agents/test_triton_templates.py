@@ -40,6 +40,9 @@ from kernelarc.problems.builtin_set import builtin_names, resolve_problem
 from kernelarc.problems.files import Problem, load_problem
 from kernelarc.schema import EvalRequest, EvalStatus, TimingConfig
 
+#: Module fixtures run every template variant through the interpreter and the runner.
+pytestmark = pytest.mark.slow
+
 
 def _problem(name: str, workloads: str = "workload.jsonl") -> Problem:
     if name in SAMPLE_NAMES:
@@ -275,7 +278,8 @@ def sandboxed() -> dict[str, list[str]]:
             timing=TimingConfig(warmup=0, iterations=1),
             problem_dir=str(problem.path.resolve()),
         )
-        result = LocalSandbox().evaluate(request, timeout_s=240)
+        # One evaluation per sandbox: no spare runner to pre-start for a next one.
+        result = LocalSandbox(warm_spare=False).evaluate(request, timeout_s=240)
         return [
             f"{t.evaluation.status}: {t.evaluation.log[-800:]}" if t.evaluation else "none"
             for t in result.traces

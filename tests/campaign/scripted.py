@@ -16,6 +16,7 @@ from kernelarc.config import (
     CampaignConfig,
     CoordinationConfig,
     EvalConfig,
+    ExecutorConfig,
     GuardConfig,
     TrackingConfig,
 )
@@ -97,8 +98,14 @@ def campaign_config(
     *,
     guard: bool = False,
     max_parallel: int = 2,
+    correctness_pool: bool = False,
 ) -> CampaignConfig:
-    """A tiny CPU campaign on vector_add, tracking off (guard off unless asked: fewer runs)."""
+    """A tiny CPU campaign on vector_add, tracking off (guard off unless asked: fewer runs).
+
+    Without `correctness_pool` the executor has timed slots only, so a candidate is one sandbox
+    run, not a screen and then a timed run, and no correctness slot keeps a spare runner: the
+    screen is the executor's business (tests/executor/), not what these campaigns test.
+    """
     return CampaignConfig(
         name="coordination-test",
         problem=str(PROBLEM_DIR),
@@ -108,4 +115,5 @@ def campaign_config(
         tracking=TrackingConfig(kind="none"),
         guard=GuardConfig(enabled=guard, confirm=guard),
         coordination=coordination,
+        executor=ExecutorConfig(correctness_slots=1 if correctness_pool else 0),
     )

@@ -38,7 +38,10 @@ def _multirun(tmp_path: Path, *overrides: str) -> Path:
 
 
 def test_sweep_over_short_form_teams(tmp_path: Path) -> None:
-    sweep = _multirun(tmp_path, "name=teams", "agents.team=[compiler],[tiling,compiler]")
+    # guard=off: about the recorded teams, so no confirmation run per job.
+    sweep = _multirun(
+        tmp_path, "name=teams", "guard=off", "agents.team=[compiler],[tiling,compiler]"
+    )
     teams = [json.loads((sweep / job / "campaign.json").read_text())["team"] for job in "01"]
     assert [[(m["name"], m["kind"]) for m in team] for team in teams] == [
         [("compiler", "compiler")],

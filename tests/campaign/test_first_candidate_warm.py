@@ -49,7 +49,8 @@ def _our_runners() -> list[int]:
 
 def test_every_slot_has_a_runner_before_the_first_candidate(tmp_path: Path) -> None:
     coordination = CoordinationConfig(memory=False, guard=False, peer_state=False, drafting=False)
-    cfg = campaign_config(1, coordination, max_parallel=1)  # a timed and a correctness slot
+    # A timed and a correctness slot.
+    cfg = campaign_config(1, coordination, max_parallel=1, correctness_pool=True)
     gate = threading.Event()
     seen: list[int] = []
 

@@ -9,7 +9,14 @@ import pytest
 from kernelarc.agents import Agent, AgentContext
 from kernelarc.agents.proposals import build_proposal
 from kernelarc.campaign import run_campaign
-from kernelarc.config import BudgetConfig, CampaignConfig, EvalConfig, GuardConfig, TrackingConfig
+from kernelarc.config import (
+    BudgetConfig,
+    CampaignConfig,
+    EvalConfig,
+    ExecutorConfig,
+    GuardConfig,
+    TrackingConfig,
+)
 from kernelarc.guard import replay_run
 from kernelarc.schema import Attempt, EvalStatus, Language, Proposal, Verdict
 from kernelarc.tracking.attempts_log import read_attempts
@@ -68,6 +75,9 @@ def _run(tmp_path: Path, sources: list[tuple[str, str]], guard: GuardConfig) -> 
         eval=EvalConfig(correctness_rounds=2),
         tracking=TrackingConfig(kind="none"),
         guard=guard,
+        # Timed slot only: each candidate is one sandbox run, not a screen and then a timed run
+        # (the screen is tested in tests/executor/; the guard's own runs are the same either way).
+        executor=ExecutorConfig(correctness_slots=0),
     )
     team: list[Agent] = [ScriptedAgent(sources)]
     summary = run_campaign(cfg, tmp_path, NullTracker(), team=team)

@@ -32,6 +32,8 @@ SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 #: Correct, but leaves a daemon (fork, setsid, fork, exec) sleeping in the container.
 DAEMON = SAMPLES / "hostile" / "double_fork_daemon" / "kernel.py"
 TIMEOUT_S = 180.0
+#: A private dockerd and a sequence of container evaluations: minutes in all.
+pytestmark = pytest.mark.slow
 ENDLESS_TIMEOUT_S = 15.0
 
 

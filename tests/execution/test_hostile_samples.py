@@ -31,7 +31,7 @@ from hostile_suite import (
 from kernelarc.execution import LocalSandbox
 
 #: The suite is ~100 evaluations (each a torch import in a fresh runner): ~4 min on 2 free cores.
-pytestmark = pytest.mark.timeout(1200)
+pytestmark = [pytest.mark.timeout(1200), pytest.mark.slow]
 
 SAMPLES = load_samples("cpu")
 NAMES = [s.name for s in SAMPLES]

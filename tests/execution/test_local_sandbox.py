@@ -23,6 +23,9 @@ from kernelarc.schema import (
     TimingConfig,
 )
 
+#: Real runner evaluations throughout (the kernel table alone is 13).
+pytestmark = pytest.mark.slow
+
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 KERNELS = SAMPLES / "kernels"
 TIMEOUT_S = 180.0
@@ -166,7 +169,7 @@ def test_broken_reference_is_invalid_reference() -> None:
     data = prob.definition.model_dump()
     data["reference"] = "def run(x, y):\n    raise ValueError('reference is broken')\n"
     broken = Definition.model_validate(data)
-    result = LocalSandbox().evaluate(
+    result = LocalSandbox(warm_spare=False).evaluate(  # one evaluation: no spare for a next
         request(prob, "add_return", dps=False, definition=broken), timeout_s=TIMEOUT_S
     )
     assert statuses(result) == {EvalStatus.INVALID_REFERENCE}
@@ -176,7 +179,7 @@ def test_broken_reference_is_invalid_reference() -> None:
 
 @pytest.mark.parametrize(("kernel", "dps"), [("axpby_return", False), ("axpby_dps", True)])
 def test_dict_reference_scalar_input_and_expr_axis_pass(kernel: str, dps: bool) -> None:
-    result = LocalSandbox().evaluate(
+    result = LocalSandbox(warm_spare=False).evaluate(  # one evaluation: no spare for a next
         request(problem("axpby_pair"), kernel, dps=dps), timeout_s=TIMEOUT_S
     )
     logs = [t.evaluation.log for t in result.traces if t.evaluation is not None]

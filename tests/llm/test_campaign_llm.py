@@ -14,6 +14,7 @@ from kernelarc.config import (
     BudgetConfig,
     CampaignConfig,
     EvalConfig,
+    ExecutorConfig,
     GuardConfig,
     LLMConfig,
     TrackingConfig,
@@ -40,6 +41,8 @@ def _campaign(run_dir: Path, llm: LLMConfig) -> list[Attempt]:
         tracking=TrackingConfig(kind="none"),
         # Acceptance rules are not under test here; the guard's re-timing would only add time.
         guard=GuardConfig(enabled=False, confirm=False),
+        # Nor is the executor's screen: timed slot only, one sandbox run per candidate.
+        executor=ExecutorConfig(correctness_slots=0),
         llm=llm,
     )
     team: list[Agent] = [make_llm_agent(SPEC, llm, cfg.seed)]
