@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelarc.problems.files import load_problem
-from kernelarc.problems.kernelbench.adapter import KernelBenchSource
+from kernelarc.problems.kernelbench.builder_source import KernelBenchSource
 from kernelarc.problems.kernelbench.cpu_check import check_on_cpu
 from kernelarc.problems.kernelbench.definition_builder import ProblemSpec, build_problem
 from kernelarc.problems.kernelbench.naming import op_type_of
