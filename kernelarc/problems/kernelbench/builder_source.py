@@ -95,14 +95,12 @@ def builder_source(
         body.pop()
     returned = ", ".join(f"{n!r}: {n}" for n in REQUIRED_NAMES)
     doc = (
-        f'{_INDENT}"""KernelBench {filename} at the sizes asked for: its top-level code, with each\n'
-        f"{_INDENT}size constant set from `{sizes}` right after it is assigned; returns its\n"
-        f'{_INDENT}{", ".join(REQUIRED_NAMES)}."""\n'
+        f'{_INDENT}"""KernelBench {filename} at the sizes asked for.\n\n'
+        f"{_INDENT}Its top-level code, each size constant set from `{sizes}` right after it is\n"
+        f'{_INDENT}assigned; returns its {", ".join(REQUIRED_NAMES)}."""\n'
     )
     function = (
-        f"def {name}({sizes}):\n{doc}"
-        + "\n".join(body)
-        + f"\n\n{_INDENT}return {{{returned}}}\n"
+        f"def {name}({sizes}):\n{doc}" + "\n".join(body) + f"\n\n{_INDENT}return {{{returned}}}\n"
     )
     return BuilderSource(function=function, future_imports="\n".join(future))
 

@@ -12,6 +12,7 @@ only ever meta tensors here.
 import inspect
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from kernelarc.problems.kernelbench.workload_sizes import plan_workloads
 GPU_WORKLOADS = "workload_gpu.jsonl"
 
 
-def forward_params(ns: dict[str, Any]) -> list[str]:
+def forward_params(ns: Mapping[str, Any]) -> list[str]:
     """Positional parameter names of `Model.forward`, without `self`."""
     try:
         signature = inspect.signature(ns["Model"].forward)

@@ -235,11 +235,11 @@ def _reference(
     values = params + ("," if len(forward) + len(state) == 1 else "")  # a 1-tuple needs a comma
     header = (
         f'"""KernelBench {spec.label} as a SOL-ExecBench reference.\n\n'
-        "Written by `kernelarc problems import kernelbench`. The KernelBench file's top-level code\n"
-        f"is the body of {BUILDER_NAME}(), which sets its size constants to the sizes asked for\n"
-        "and returns its Model, get_inputs and get_init_inputs; run() calls that Model on the given\n"
-        "inputs with torch.func.functional_call, and make_inputs() draws the inputs the way\n"
-        "KernelBench does.\n"
+        "Written by `kernelarc problems import kernelbench`. The KernelBench file's top-level\n"
+        f"code is the body of {BUILDER_NAME}(), which sets its size constants to the sizes\n"
+        "asked for and returns its Model, get_inputs and get_init_inputs; run() calls that Model\n"
+        "on the given inputs with torch.func.functional_call, and make_inputs() draws the\n"
+        "inputs the way KernelBench does.\n"
         '"""\n\n'
     )
     if builder.future_imports:
