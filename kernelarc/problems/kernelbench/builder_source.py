@@ -76,20 +76,18 @@ def builder_source(
         start = previous_end + 1
         end = last.end_lineno or last.lineno
         previous_end = end
-        if all(_is_future(stmt) for stmt in group):
-            future.extend(ast.unparse(stmt) for stmt in group)
-            continue
+        future.extend(ast.unparse(stmt) for stmt in group if _is_future(stmt))
+        group = [stmt for stmt in group if not _is_future(stmt)]
         chunk = _indented(lines[start - 1 : end], start, in_string)
-        if len(group) > 1 or not _same_code(chunk, group):
-            # Several statements on one line, or text whose indentation would change a string
-            # (tabs, odd strings): write them out from the AST (without their comments).
-            chunk = [_INDENT + line for stmt in group for line in ast.unparse(stmt).splitlines()]
-        body.extend(chunk)
+        if len(group) == 1 and _same_code(chunk, group):
+            body.extend(chunk)
+            body.extend(_setter_lines(group[0], setters, sizes))
+            continue
+        # Several statements on one line, or text whose indentation would change a string
+        # (tabs): write each out from the AST (without the comments), then its setter lines.
         for stmt in group:
-            for constant in sorted(_assigned(stmt)):
-                for axis, index in setters.get(constant, []):
-                    args = f"{constant}, {axis!r}" + ("" if index is None else f", {index}")
-                    body.append(f"{_INDENT}{constant} = {sizes}.apply({args})")
+            body.extend(_unparsed(stmt))
+            body.extend(_setter_lines(stmt, setters, sizes))
     body.extend(_indented(lines[previous_end:], previous_end + 1, in_string))
     while body and not body[-1].strip():
         body.pop()
@@ -103,6 +101,27 @@ def builder_source(
         f"def {name}({sizes}):\n{doc}" + "\n".join(body) + f"\n\n{_INDENT}return {{{returned}}}\n"
     )
     return BuilderSource(function=function, future_imports="\n".join(future))
+
+
+def _setter_lines(
+    stmt: ast.stmt, setters: Mapping[str, list[tuple[str, int | None]]], sizes: str
+) -> list[str]:
+    """`<constant> = <sizes>.apply(<constant>, <axis>[, <index>])` for each size constant the
+    statement assigns."""
+    lines = []
+    for constant in sorted(_assigned(stmt)):
+        for axis, index in setters.get(constant, []):
+            args = f"{constant}, {axis!r}" + ("" if index is None else f", {index}")
+            lines.append(f"{_INDENT}{constant} = {sizes}.apply({args})")
+    return lines
+
+
+def _unparsed(stmt: ast.stmt) -> list[str]:
+    """The statement's lines as the body of a function (ast.unparse indents it, strings kept)."""
+    no_args = ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[])
+    wrapper = ast.FunctionDef(name="_", args=no_args, body=[stmt], decorator_list=[])
+    module = ast.fix_missing_locations(ast.Module(body=[wrapper], type_ignores=[]))
+    return ast.unparse(module).splitlines()[1:]
 
 
 def _refuse_unsupported(tree: ast.Module) -> None:
