@@ -1,97 +1,67 @@
-"""Run a KernelBench problem file at chosen sizes: the runtime half of every converted problem.
+"""Build and call a KernelBench model at chosen sizes: the runtime half of every converted problem.
 
-Place in the flow: the importer (`convert.py`, in its subprocess) uses this module to build
-KernelBench models on the meta device while it probes shapes, and the source of this module is
-copied verbatim into the `reference` of every definition it writes, where `run` and the
-`custom_inputs_entrypoint` delegate to `KernelBenchProblem`. So it imports only the standard
-library and torch, and it must keep working as plain text inside another file.
+Place in the flow: the source of this module is copied verbatim into the `reference` of every
+definition the importer writes, where `run` and the `custom_inputs_entrypoint` delegate to
+`KernelBenchProblem`; the importer (`convert.py`, in its subprocess) runs the same code while it
+probes shapes. So it imports only the standard library and torch, it must keep working as plain
+text inside another file, and, as part of every candidate derived from the reference, it must
+pass the guard's static scan: no exec/eval/compile, no sys.modules, no code objects.
 
 A KernelBench file sets its sizes as module-level constants (`batch_size = 16`,
 `depth, height, width = 16, 32, 32`, `input_shape = (4096,)`) that `get_inputs()` and
-`get_init_inputs()` read. `KernelBenchSource.namespace(sizes)` executes the file one top-level
-statement at a time and, right after a statement assigns a size constant, replaces its value with
-the one asked for, so constants derived later (`bias_shape = (out_channels, 1, 1)`) follow. An
-entry of a tuple constant is addressed as (`input_shape`, 0). One axis may set several constants
-that must stay equal.
+`get_init_inputs()` read. The importer writes the file's top-level statements, as they are, into
+the body of a builder function of the reference (`builder_source.py`): `def _kb_namespace(sizes)`
+returns the file's `Model`, `get_inputs` and `get_init_inputs`, and right after each statement
+that assigns a size constant the builder has a line `name = sizes.apply(name, axis, index)` that
+replaces its value with the one asked for, so constants derived later
+(`bias_shape = (out_channels, 1, 1)`) follow and the file's functions read the final values from
+the enclosing scope. An entry of a tuple constant is addressed by its index; one axis may set
+several constants that must stay equal (a tied axis).
 """
 
-import ast
-import itertools
-import sys
-import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
 
-#: Axis name -> the (module-level constant, index into it when the constant is a tuple, else
-#: None) it sets; usually one, several when constants must stay equal (a tied axis).
-SizeConstants = Mapping[str, Sequence[tuple[str, int | None]]]
-
-_NAMESPACES = itertools.count()
+#: The names a builder returns: what a KernelBench file defines at its top level.
+Namespace = Mapping[str, Any]
 
 
-class KernelBenchSource:
-    """A KernelBench file, executable with some of its size constants replaced."""
+class Sizes:
+    """The axis values asked for, as the builder sees them: `apply` after each size constant."""
 
-    def __init__(self, source: str, filename: str, size_constants: SizeConstants) -> None:
-        self.filename = filename
-        self.size_constants = {axis: list(targets) for axis, targets in size_constants.items()}
-        tree = ast.parse(source, filename)
-        self._statements: list[tuple[types.CodeType, set[str]]] = [
-            (compile(ast.Module(body=[stmt], type_ignores=[]), filename, "exec"), _assigned(stmt))
-            for stmt in tree.body
-        ]
+    def __init__(self, sizes: Mapping[str, int]) -> None:
+        self.sizes = {axis: int(value) for axis, value in sizes.items()}
 
-    def namespace(self, sizes: Mapping[str, int]) -> dict[str, Any]:
-        """The file's globals after running it with the given axes' constants replaced."""
-        unknown = set(sizes) - set(self.size_constants)
-        if unknown:
-            msg = f"{self.filename}: no size constant for {sorted(unknown)}"
-            raise KeyError(msg)
-        # A real module registered in sys.modules, one per namespace: torch.compile (Dynamo)
-        # looks the model's module up by name, and a bare dict's name resolves to nothing.
-        module = types.ModuleType(f"kernelbench_problem_{next(_NAMESPACES)}")
-        module.__file__ = self.filename
-        sys.modules[module.__name__] = module
-        ns: dict[str, Any] = module.__dict__
-        for code, assigned in self._statements:
-            exec(code, ns)
-            for axis, value in sizes.items():
-                for constant, index in self.size_constants[axis]:
-                    if constant in assigned:
-                        ns[constant] = _replaced(ns[constant], index, int(value))
-        return ns
-
-    def build_model(self, ns: Mapping[str, Any], device: torch.device | str) -> torch.nn.Module:
-        """`Model(*get_init_inputs())` with every factory call on `device`."""
-        with torch.device(device), torch.no_grad():
-            model: torch.nn.Module = ns["Model"](*ns["get_init_inputs"]())
-        return model
-
-    def forward_inputs(self, ns: Mapping[str, Any], device: torch.device | str) -> list[Any]:
-        """`get_inputs()` with every factory call on `device`."""
-        with torch.device(device), torch.no_grad():
-            return list(ns["get_inputs"]())
+    def apply(self, current: Any, axis: str, index: int | None = None) -> Any:
+        """`current` (the constant as the file assigned it) with `axis`'s value, if one was asked,
+        in place of the whole constant (`index` None) or of its entry `index` (a tuple)."""
+        if axis not in self.sizes:
+            return current
+        value = self.sizes[axis]
+        if index is None:
+            return value
+        items = list(current)
+        items[index] = value
+        return tuple(items)
 
 
-def _replaced(current: Any, index: int | None, value: int) -> Any:
-    if index is None:
-        return value
-    items = list(current)
-    items[index] = value
-    return tuple(items)
+def build_model(ns: Namespace, device: torch.device | str) -> torch.nn.Module:
+    """`Model(*get_init_inputs())` with every factory call on `device`."""
+    with torch.device(device), torch.no_grad():
+        model: torch.nn.Module = ns["Model"](*ns["get_init_inputs"]())
+    return model
 
 
-def _assigned(stmt: ast.stmt) -> set[str]:
-    """Names a top-level statement binds by plain assignment."""
-    if isinstance(stmt, ast.Assign):
-        targets: list[ast.expr] = list(stmt.targets)
-    elif isinstance(stmt, ast.AnnAssign | ast.AugAssign):
-        targets = [stmt.target]
-    else:
-        return set()
-    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+def forward_inputs(ns: Namespace, device: torch.device | str) -> list[Any]:
+    """`get_inputs()` with every factory call on `device`."""
+    with torch.device(device), torch.no_grad():
+        return list(ns["get_inputs"]())
+
+
+def _key(sizes: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted((axis, int(value)) for axis, value in sizes.items()))
 
 
 class KernelBenchProblem:
@@ -102,24 +72,34 @@ class KernelBenchProblem:
 
     def __init__(
         self,
-        source: KernelBenchSource,
+        builder: Callable[[Sizes], Namespace],
         forward_inputs: Sequence[str],
         state_inputs: Mapping[str, str],
         size_of: Mapping[str, tuple[str, int]],
     ) -> None:
-        self.source = source
+        self.builder = builder
         self.forward_inputs = list(forward_inputs)
         self.state_inputs = dict(state_inputs)  # input name -> parameter/buffer name
         names = [*self.forward_inputs, *self.state_inputs]
         self._size_at = {axis: (names.index(n), dim) for axis, (n, dim) in size_of.items()}
+        self._namespaces: dict[tuple[tuple[str, int], ...], Namespace] = {}
         self._models: dict[tuple[tuple[str, int], ...], torch.nn.Module] = {}
+
+    def namespace(self, sizes: Mapping[str, int]) -> Namespace:
+        """The file's `Model`, `get_inputs` and `get_init_inputs` at these sizes (built once)."""
+        key = _key(sizes)
+        ns = self._namespaces.get(key)
+        if ns is None:
+            ns = self.builder(Sizes(dict(key)))
+            self._namespaces[key] = ns
+        return ns
 
     def meta_model(self, sizes: Mapping[str, int]) -> torch.nn.Module:
         """The model at these sizes, built once on the meta device (it holds no data)."""
-        key = tuple(sorted((k, int(v)) for k, v in sizes.items()))
+        key = _key(sizes)
         model = self._models.get(key)
         if model is None:
-            model = self.source.build_model(self.source.namespace(dict(key)), "meta")
+            model = build_model(self.namespace(sizes), "meta")
             self._models[key] = model
         return model
 
@@ -139,9 +119,9 @@ class KernelBenchProblem:
         freshly initialised `Model(*get_init_inputs())`, at the workload's sizes, on `device`.
         Draws from the caller's RNG stream (the evaluator seeds it; nothing here reseeds)."""
         sizes = {axis: int(axes_and_scalars[axis]) for axis in self._size_at}
-        ns = self.source.namespace(sizes)
-        model = self.source.build_model(ns, device)
-        forward = self.source.forward_inputs(ns, device)
+        ns = self.namespace(sizes)
+        model = build_model(ns, device)
+        forward = forward_inputs(ns, device)
         made: dict[str, Any] = dict(zip(self.forward_inputs, forward, strict=True))
         tensors: dict[str, torch.Tensor] = dict(model.named_parameters())
         tensors.update(model.named_buffers())

@@ -12,11 +12,12 @@ only ever meta tensors here.
 import inspect
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from kernelarc.problems.files import load_problem
-from kernelarc.problems.kernelbench.adapter import KernelBenchSource
+from kernelarc.problems.kernelbench.builder_source import KernelBenchSource
 from kernelarc.problems.kernelbench.cpu_check import check_on_cpu
 from kernelarc.problems.kernelbench.definition_builder import ProblemSpec, build_problem
 from kernelarc.problems.kernelbench.naming import op_type_of
@@ -28,7 +29,7 @@ from kernelarc.problems.kernelbench.workload_sizes import plan_workloads
 GPU_WORKLOADS = "workload_gpu.jsonl"
 
 
-def forward_params(ns: dict[str, Any]) -> list[str]:
+def forward_params(ns: Mapping[str, Any]) -> list[str]:
     """Positional parameter names of `Model.forward`, without `self`."""
     try:
         signature = inspect.signature(ns["Model"].forward)

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from kernelarc.problems.kernelbench.adapter import KernelBenchSource
+from kernelarc.problems.kernelbench.builder_source import KernelBenchSource
 from kernelarc.problems.kernelbench.report import FailureCause
 from kernelarc.problems.kernelbench.shape_probe import DTYPE_NAMES
 from kernelarc.problems.kernelbench.source_scan import ConversionError

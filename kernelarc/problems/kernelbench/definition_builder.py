@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelarc.problems.kernelbench import adapter
+from kernelarc.problems.kernelbench.builder_source import BUILDER_NAME, builder_source
 from kernelarc.problems.kernelbench.shape_probe import Probes, Slot, Snapshot
 from kernelarc.problems.kernelbench.workload_sizes import Sizing, WorkloadPlan
 
@@ -204,17 +205,6 @@ def _description(spec: ProblemSpec, forward: list[str], base: Snapshot) -> str:
     return " ".join(p if p.endswith(".") else p + "." for p in parts)
 
 
-def _literal(text: str) -> str:
-    """A Python string literal for `text`, triple-quoted and raw when that round-trips."""
-    for form in (f"r'''{text}'''", f'r"""{text}"""'):
-        try:
-            if ast.literal_eval(form) == text:
-                return form
-        except (SyntaxError, ValueError):
-            continue
-    return repr(text)
-
-
 def adapter_source() -> str:
     """adapter.py without its module docstring (the reference has its own)."""
     text = Path(adapter.__file__).read_text(encoding="utf-8")
@@ -235,6 +225,7 @@ def _reference(
 ) -> str:
     base = spec.probes.base
     constants = {size_axes[a.axis]: list(a.targets) for a in spec.probes.axes}
+    builder = builder_source(spec.source, spec.label, constants)
     size_of = {}
     for constant in spec.probes.axes:
         group, index, dim = _first_input_slot(spec.probes, constant.axis)
@@ -244,15 +235,19 @@ def _reference(
     values = params + ("," if len(forward) + len(state) == 1 else "")  # a 1-tuple needs a comma
     header = (
         f'"""KernelBench {spec.label} as a SOL-ExecBench reference.\n\n'
-        "Written by `kernelarc problems import kernelbench`. The KernelBench file is embedded\n"
-        "verbatim (_SOURCE); run() calls its Model on the given inputs with\n"
-        "torch.func.functional_call, and make_inputs() draws the inputs the way KernelBench does.\n"
+        "Written by `kernelarc problems import kernelbench`. The KernelBench file's top-level\n"
+        f"code is the body of {BUILDER_NAME}(), which sets its size constants to the sizes\n"
+        "asked for and returns its Model, get_inputs and get_init_inputs; run() calls that Model\n"
+        "on the given inputs with torch.func.functional_call, and make_inputs() draws the\n"
+        "inputs the way KernelBench does.\n"
         '"""\n\n'
     )
+    if builder.future_imports:
+        header += builder.future_imports + "\n\n"
     tail = (
-        f"\n\n_SOURCE = {_literal(spec.source)}\n\n"
+        f"\n\n\n{builder.function}\n\n"
         f"{_PROBLEM_VAR} = KernelBenchProblem(\n"
-        f"    KernelBenchSource(_SOURCE, {spec.label!r}, {constants!r}),\n"
+        f"    {BUILDER_NAME},\n"
         f"    forward_inputs={forward!r},\n"
         f"    state_inputs={state_inputs!r},\n"
         f"    size_of={size_of!r},\n"

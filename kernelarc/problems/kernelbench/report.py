@@ -19,6 +19,9 @@ class FailureCause(StrEnum):
     """No top-level `class Model`, `get_inputs` or `get_init_inputs`."""
     SYNTAX_ERROR = "syntax_error"
     """The file does not parse."""
+    UNSUPPORTED_SOURCE = "unsupported_source"
+    """Top-level code that cannot run inside the reference's builder function
+    (`from x import *`, a `global` statement)."""
     MODULE_FAILED = "module_failed"
     """Running the file's top-level code raised."""
     INIT_FAILED = "init_failed"

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from kernelarc.problems.kernelbench.report import FailureCause
 
-_REQUIRED = ("Model", "get_inputs", "get_init_inputs")
+#: What a KernelBench file defines at its top level (and its builder returns).
+REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
 _BINOPS: dict[type[ast.operator], Callable[[int, int], int]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
@@ -73,7 +74,7 @@ def scan_source(source: str, filename: str) -> ScannedFile:
         for node in tree.body
         if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
     }
-    missing = [name for name in _REQUIRED if name not in defined]
+    missing = [name for name in REQUIRED_NAMES if name not in defined]
     if missing:
         msg = f"not a KernelBench problem: no top-level {', '.join(missing)}"
         raise ConversionError(FailureCause.NOT_KERNELBENCH, msg)

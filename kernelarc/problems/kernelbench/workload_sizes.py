@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kernelarc.problems.kernelbench.adapter import KernelBenchSource
+from kernelarc.problems.kernelbench.builder_source import KernelBenchSource
 from kernelarc.problems.kernelbench.report import FailureCause
 from kernelarc.problems.kernelbench.shape_probe import Probes, Snapshot, try_snapshot
 from kernelarc.problems.kernelbench.source_scan import ConversionError

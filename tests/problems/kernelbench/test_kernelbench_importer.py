@@ -14,7 +14,9 @@ import pytest
 import torch
 from conftest import SAMPLES, Imported, run_kernelarc
 
+from kernelarc.guard.static_rules import blocking, scan_solution
 from kernelarc.problems.files import Problem, load_problem
+from kernelarc.problems.reference import reference_solution
 from kernelarc.runner.inputs import generate_inputs, seed_everything
 from kernelarc.runner.staging import load_reference
 
@@ -333,3 +335,24 @@ def test_cli_help_and_import_stay_light(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=False
     )
     assert check.returncode == 0, check.stderr
+
+
+@pytest.mark.parametrize("name", sorted(CONVERTED))
+def test_converted_reference_passes_the_guards_static_scan(imported: Imported, name: str) -> None:
+    # Every candidate derived from the reference (torch.compile wrappers, rewrites, generated
+    # kernels with the reference as fallback) carries its text: a blocking finding in it would
+    # reject them all before evaluation.
+    definition = _problem(imported, name).definition
+    findings = scan_solution(reference_solution(definition))
+    assert blocking(findings) == [], findings
+    assert "exec(" not in definition.reference and "sys.modules" not in definition.reference
+
+
+def test_the_model_class_lives_in_the_reference_module(imported: Imported, tmp_path: Path) -> None:
+    # torch.compile (Dynamo) looks the model's module up by name: it must be the reference's.
+    problem = _problem(imported, "kb_l1_1_leakyrelu")
+    reference, inputs = _reference_inputs(problem, tmp_path)
+    reference.run(*inputs)
+    (model,) = reference._KERNELBENCH._models.values()
+    assert type(model).__module__ == reference.__name__
+    assert sys.modules[reference.__name__] is reference

@@ -2,7 +2,7 @@
 
 import pytest
 
-from kernelarc.problems.kernelbench.adapter import KernelBenchSource
+from kernelarc.problems.kernelbench.builder_source import KernelBenchSource
 from kernelarc.problems.kernelbench.report import FailureCause
 from kernelarc.problems.kernelbench.shape_probe import Probes, probe_constants, take_snapshot
 from kernelarc.problems.kernelbench.source_scan import ConversionError, scan_source
