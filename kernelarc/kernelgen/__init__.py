@@ -75,6 +75,12 @@ class Generated:
     """Some reduction is split at some value of SPLIT_R (the knob matters)."""
     column_splittable: bool = False
     """Some column reduction is split at some value of SPLIT_COL (the knob matters)."""
+    passes: int = 1
+    """Most reads of its rows by one kernel (loops over the reduced axis; 1 for tiles that
+    hold whole rows and for pointwise kernels): 2 for a looped norm with VAR_ONEPASS, 3
+    without."""
+    variances: bool = False
+    """The graph computes a variance (the VAR_ONEPASS knob matters)."""
 
     def summary(self) -> str:
         """One line: kernels, torch calls, split reductions, coverage."""
@@ -104,13 +110,14 @@ def generate(
     skipped: list[str] = []
     notes: list[str] = []
     split: tuple[str, ...] = ()
-    splittable = column_splittable = False
+    splittable = column_splittable = variances = False
     for traced in traces.workloads:
         if traced.graph is None:
             skipped.append(f"{traced.uuid}: trace failed: {traced.error}")
             continue
         try:
-            graph = build_graph(traced.graph)
+            one_pass = bool(knobs.get("VAR_ONEPASS", 1))
+            graph = build_graph(traced.graph, one_pass_variance=one_pass)
             result = split_reductions(graph, knobs, device)
             sched = schedule_graph(
                 graph,
@@ -122,6 +129,7 @@ def generate(
             continue
         notes.extend(n for n in graph.notes if n not in notes)
         split = max(split, result.split, key=len)
+        variances = variances or graph.variances > 0
         splittable = splittable or result.splittable
         column_splittable = column_splittable or result.column_splittable
         plans.append(WorkloadPlan(traced.uuid, graph, sched))
@@ -131,6 +139,7 @@ def generate(
     source = render_solution(definition, plans, header)
     externs: Counter[str] = Counter()
     kernels = 0
+    passes = 1
     kinds: set[str] = set()
     matmuls = f32_matmuls = False
     for plan in plans:
@@ -143,6 +152,7 @@ def generate(
                     externs[target] += 1
             else:
                 kinds.add(_kernel_kind(step))
+                passes = max(passes, step.kernel.passes)
         for node in plan.graph.nodes.values():
             if node.target in MATMUL_TARGETS:
                 matmuls = True
@@ -160,6 +170,8 @@ def generate(
         split=split,
         splittable=splittable,
         column_splittable=column_splittable,
+        passes=passes,
+        variances=variances,
     )
 
 
@@ -184,6 +196,8 @@ def relevant_knobs(generated: Generated) -> tuple[str, ...]:
         names.append("SPLIT_R")
     if generated.column_splittable:
         names.append("SPLIT_COL")
+    if generated.variances:
+        names.append("VAR_ONEPASS")
     if generated.matmuls:
         names.append("FUSE_GEMM")
         names.extend(GEMM_KNOBS)

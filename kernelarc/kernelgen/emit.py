@@ -8,7 +8,12 @@ roots need, so they can be computed first.
 
 Reductions run before the stores: all at once on a [XBLOCK, RBLOCK] tile holding whole rows
 (`persistent`), or each in its own loop over RBLOCK-wide chunks, with a last loop for the
-stores; later loops re-read their inputs (as Inductor's looped reductions do). The column plan
+stores; later loops re-read their inputs (as Inductor's looped reductions do). Two pairs share
+one loop: a max and the sum of exp(x - max) (online softmax), and a Welford pair (the mean and
+the M2 of a variance: per lane a running mean and M2 updated with 1/k of the k-th chunk, lanes
+merged with `_kg_welford`), so a looped norm reads its rows twice (statistics, stores) and a
+softmax twice too. On a whole-rows tile the Welford pair is the exact two-pass formula in
+registers (one load). `KernelSource.passes` counts the reads of the rows. The column plan
 (`Space.column`: a reduction over a dim that is not the innermost) is the same code over other
 index variables: XBLOCK contiguous columns of one `yindex` per program, RBLOCK rows per step.
 """
@@ -16,7 +21,7 @@ index variables: XBLOCK contiguous columns of one `yindex` per program, RBLOCK r
 from dataclasses import replace
 from typing import Any
 
-from kernelarc.kernelgen.graph_ir import Graph, Kind, Node, Ref
+from kernelarc.kernelgen.graph_ir import WELFORD_OPS, Graph, Kind, Node, Ref
 from kernelarc.kernelgen.index_expr import flat_index
 from kernelarc.kernelgen.kernel_types import Buffer, KernelSource, Launch, NeedMaterialize
 from kernelarc.kernelgen.pointwise_ops import TL_DTYPE, compute_dtype, to_storage
@@ -53,6 +58,7 @@ class KernelEmitter(ValueEmitter):
         self.name = name
         self.max_address = max(space.xnumel * space.rnumel, 1)
         self._reduced: dict[str, Val] = {}
+        self._passes = 0
 
     def emit(self, roots: list[Ref]) -> KernelSource:
         """The kernel storing every root (each at its store index)."""
@@ -72,8 +78,13 @@ class KernelEmitter(ValueEmitter):
         if arg and not self.launch.persistent and not self.space.column:
             self.launch = _whole_rows(self.launch, self.space, order[0])
         if self.launch.persistent or not self.space.is_reduction:
+            groups = self._welford_groups(order)
             for name in order:
                 node = self.graph.node(name)
+                if node.reduce_op in WELFORD_OPS:
+                    if name not in self._reduced:
+                        self._welford_tile(groups[name])
+                    continue
                 source = self.value(node.args[0], self.space.full_index())
                 self._reduced[name] = self._reduce_tile(node, source)
             for ref, index in targets:
@@ -117,10 +128,14 @@ class KernelEmitter(ValueEmitter):
     # -- reductions --------------------------------------------------------------------------
     def _emit_looped(self, order: list[str], targets: list[tuple[Ref, Index]]) -> None:
         online = self._online_pairs(order)
+        groups = self._welford_groups(order)
         for name in order:
             node = self.graph.node(name)
-            if name in online.values():
-                continue  # computed in its max's loop
+            if name in online.values() or name in self._reduced:
+                continue  # computed in its max's loop, or in its Welford partner's
+            if node.reduce_op in WELFORD_OPS:
+                self._emit_welford_loop(groups[name])
+                continue
             if name in online:
                 self._emit_online(node, self.graph.node(online[name]))
                 continue
@@ -215,6 +230,71 @@ class KernelEmitter(ValueEmitter):
         scaled = f'tl.where({m} == float("-inf"), 0.0, {acc} * tl.exp({m} - {row}))'
         self._reduced[sum_node.name] = self._finish(sum_node, Val(scaled, dtype))
 
+    def _welford_groups(self, order: list[str]) -> dict[str, list[Node]]:
+        """Welford node -> every Welford node of the same source and dims (one computation)."""
+        by_rows: dict[tuple[Ref, tuple[int, ...]], list[Node]] = {}
+        for name in order:
+            node = self.graph.node(name)
+            if node.reduce_op in WELFORD_OPS:
+                by_rows.setdefault((node.args[0], node.dims), []).append(node)
+        return {node.name: group for group in by_rows.values() for node in group}
+
+    def _set_welford(self, group: list[Node], mean: Val, m2: Val) -> None:
+        rows = frozenset({X_NAME})
+        for node in group:
+            val = mean if node.reduce_op == "welford_mean" else m2
+            out_dtype = compute_dtype(node.meta.dtype)
+            self._reduced[node.name] = self.assign(as_dtype(val, out_dtype), out_dtype, rows)
+
+    def _welford_tile(self, group: list[Node]) -> None:
+        """Mean and M2 of whole rows in one tile: sum / n, then the squared deviations from
+        it (in registers: the rows are loaded once)."""
+        node = group[0]
+        dtype = _acc_dtype(node)
+        source = as_dtype(self.value(node.args[0], self.space.full_index()), dtype)
+        tile, rows = frozenset({X_NAME, R_NAME}), frozenset({X_NAME})
+        x = self.assign(f"tl.where(xmask & rmask, {source}, 0)", dtype, tile)
+        count = float(self.space.rnumel)
+        mean = self.assign(f"tl.sum({x.code}, 1)[:, None] / {count}", dtype, rows)
+        dev = self.assign(f"tl.where(xmask & rmask, {x.code} - {mean.code}, 0)", dtype, tile)
+        m2 = self.assign(f"tl.sum({dev.code} * {dev.code}, 1)[:, None]", dtype, rows)
+        self._set_welford(group, mean, m2)
+
+    def _emit_welford_loop(self, group: list[Node]) -> None:
+        """Mean and M2 in one loop. Every lane sees one element per chunk (the last chunk's
+        masked lanes keep their state), so its count after chunk k is k: one reciprocal per
+        chunk, no per-element division. The lanes' (mean, M2, count) then merge in a tree."""
+        node = group[0]
+        dtype = _acc_dtype(node)
+        tl_dtype = TL_DTYPE[dtype]
+        m = f"acc_{len(self._reduced)}"
+        self.kernel.lines.append(f"{m} = tl.full([XBLOCK, RBLOCK], 0, {tl_dtype})")
+        self.kernel.lines.append(f"{m}q = tl.full([XBLOCK, RBLOCK], 0, {tl_dtype})")
+        self._open_loop()
+        assert self.loop is not None
+        x = as_dtype(self.value(node.args[0], self.space.full_index()), dtype)
+        step = "1.0 / (roff // RBLOCK + 1)"
+        if dtype == "float64":
+            step = "tl.full([1, 1], 1.0, tl.float64) / (roff // RBLOCK + 1)"
+        self.loop.lines += [
+            f"{m}_x = {x}",
+            f"{m}_d = {m}_x - {m}",
+            f"{m}_new = {m} + {m}_d * ({step})",
+            f"{m}q = tl.where(xmask & rmask, {m}q + {m}_d * ({m}_x - {m}_new), {m}q)",
+            f"{m} = tl.where(xmask & rmask, {m}_new, {m})",
+        ]
+        self._close_loop()
+        rnumel = self.space.rnumel
+        count = f"((({rnumel} - rbase) + RBLOCK - 1) // RBLOCK).to({tl_dtype})"
+        self.kernel.lines += [
+            f"{m}_n = tl.broadcast_to({count}, [XBLOCK, RBLOCK])",
+            f"{m}_mean, {m}_m2, {m}_cnt = tl.reduce(({m}, {m}q, {m}_n), 1, _kg_welford)",
+        ]
+        rows = frozenset({X_NAME})
+        mean = Val(f"{m}_mean[:, None]", dtype, rows)
+        m2 = Val(f"{m}_m2[:, None]", dtype, rows)
+        self._set_welford(group, mean, m2)
+
     def _emit_looped_arg(self, node: Node) -> None:
         """An arg-reduction in a loop (column plan: the reduced axis is long and strided). Each
         lane keeps its best value and where it saw it first (NaN counts as the largest, as in
@@ -254,6 +334,7 @@ class KernelEmitter(ValueEmitter):
 
     def _close_loop(self) -> None:
         assert self.loop is not None
+        self._passes += 1
         body = self.loop.lines
         self.kernel.lines.append(f"for roff in range(0, {self.space.rnumel}, RBLOCK):")
         self.kernel.lines.append("    rindex = roff + rbase")
@@ -340,6 +421,7 @@ class KernelEmitter(ValueEmitter):
             stores=stores,
             grid=(grid,),
             launch=self.launch,
+            passes=max(self._passes, 1),
         )
 
 

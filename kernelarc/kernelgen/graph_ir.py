@@ -4,7 +4,8 @@ Place in the flow: `build_graph(OpGraph)` is the first step of `kernelarc.kernel
 the JSON arguments, resolves `getitem`s, drops mutations of inputs (a functionalised reference
 that updates a buffer in place, e.g. BatchNorm's running statistics: the definition's outputs
 do not include them), classifies every node (pointwise, view, reduction, factory, extern) and
-lowers composite reductions (`mean`, `var_mean`, `amax`, `max.dim`, ...) to primitive ones:
+lowers composite reductions (`mean`, `var_mean`, `amax`, `max.dim`, ...) to primitive ones
+(a variance to the `welford_mean` / `welford_m2` pair, or to two sums: the VAR_ONEPASS knob):
 `reduce.<op>` over explicit dims with the reduced dims kept as size 1, followed by pointwise
 ops and a squeeze. The scheduler and the emitter only know those primitives.
 """
@@ -69,7 +70,21 @@ class Kind(StrEnum):
     EXTERN = "extern"
 
 
-REDUCE_OPS = ("sum", "max", "min", "prod", "argmax", "argmin", "any", "all")
+REDUCE_OPS = (
+    "sum",
+    "max",
+    "min",
+    "prod",
+    "argmax",
+    "argmin",
+    "any",
+    "all",
+    "welford_mean",
+    "welford_m2",
+)
+WELFORD_OPS = frozenset({"welford_mean", "welford_m2"})
+"""The mean and the sum of squared deviations from it (M2) of the same rows: computed together
+in one pass (Welford's online update per lane, lanes merged with Chan's formula)."""
 MATMUL_TARGETS = frozenset({"aten.mm.default", "aten.addmm.default", "aten.bmm.default"})
 CONSTANT_TARGET = "kernelarc.constant"
 """A small tensor constant of the reference (values in args[0], flattened)."""
@@ -141,6 +156,8 @@ class Graph:
     users: dict[str, set[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     """What the generated code does differently (e.g. an input mutation it drops)."""
+    variances: int = 0
+    """Variances lowered (var, std, var_mean): the VAR_ONEPASS knob matters when > 0."""
     _counter: int = 0
 
     def node(self, ref: Ref | str) -> Node:
@@ -194,8 +211,10 @@ def decode(value: Any, alias: dict[str, Any]) -> Any:
     return value
 
 
-def build_graph(op_graph: OpGraph) -> Graph:
-    """Decode, classify and lower an `OpGraph` (see the module docstring)."""
+def build_graph(op_graph: OpGraph, *, one_pass_variance: bool = True) -> Graph:
+    """Decode, classify and lower an `OpGraph` (see the module docstring). With
+    `one_pass_variance` a variance is lowered to a `welford_mean` / `welford_m2` pair (one
+    pass over its rows), else to a sum for the mean and a sum of squared deviations."""
     from kernelarc.kernelgen.reductions import lower_reduction
 
     graph = Graph(inputs=list(op_graph.inputs))
@@ -222,7 +241,9 @@ def build_graph(op_graph: OpGraph) -> Graph:
                 "is not an output and is not reproduced"
             )
             continue
-        lowered = lower_reduction(graph, raw.name, raw.target, args, kwargs, raw.outputs)
+        lowered = lower_reduction(
+            graph, raw.name, raw.target, args, kwargs, raw.outputs, one_pass=one_pass_variance
+        )
         if lowered is not None:
             alias[raw.name] = lowered
             continue

@@ -72,3 +72,5 @@ class KernelSource:
     stores: list[Ref]
     grid: tuple[int, ...]
     launch: Launch
+    passes: int = 1
+    """Reads of the kernel's rows: its loops over the reduced axis (1: one tile, no loop)."""

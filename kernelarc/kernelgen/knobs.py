@@ -18,6 +18,7 @@ workload of a problem.
 | COL_X | contiguous columns per program of column reductions (over a dim that is not the last) |
 | COL_R | rows of the reduced axis per loop step of column reductions (more when COL_X is cut) |
 | SPLIT_COL | partials per output when a column reduction with few programs is split; 0: off |
+| VAR_ONEPASS | 1: mean and variance of the same rows in one pass (Welford); 0: two passes |
 | FUSE_GEMM | 1: matmuls are Triton GEMM kernels with their epilogues fused; 0: cuBLAS calls |
 | BLOCK_M, BLOCK_N, BLOCK_K | GEMM tile |
 | GROUP_M | GEMM tiles along M sharing B tiles in L2 |
@@ -49,6 +50,8 @@ KNOB_VALUES: Mapping[str, Mapping[Device, tuple[int, ...]]] = {
     "COL_X": {"cuda": (128, 64, 256, 32, 512), "cpu": (1024, 64)},
     "COL_R": {"cuda": (16, 8, 32, 64, 4), "cpu": (64, 8)},
     "SPLIT_COL": {"cuda": (32, 8, 128, 0), "cpu": (0, 8)},
+    # One read of a looped norm's rows for its statistics instead of two (2 reads, not 3).
+    "VAR_ONEPASS": {"cuda": (1, 0), "cpu": (1, 0)},
     "FUSE_GEMM": {"cuda": (1, 0), "cpu": (1, 0)},
     "BLOCK_M": {"cuda": (128, 64, 256, 32), "cpu": (64,)},
     "BLOCK_N": {"cuda": (128, 64, 256, 32), "cpu": (64,)},

@@ -384,6 +384,15 @@ def _kg_mul(a, b):
 
 
 @triton.jit
+def _kg_welford(mean_a, m2_a, n_a, mean_b, m2_b, n_b):
+    # Merge of two (mean, M2, count) statistics (Chan et al.); empty lanes (count 0) vanish.
+    n = n_a + n_b
+    delta = mean_b - mean_a
+    w_b = tl.where(n == 0, 0.0, n_b / tl.where(n == 0, 1.0, n))
+    return mean_a + delta * w_b, m2_a + m2_b + delta * delta * n_a * w_b, n
+
+
+@triton.jit
 def _kg_tanh(x):
     # tanh from exp: exact to float32 rounding away from 0, and absolute error ~1e-7 near 0.
     t = tl.exp(-2.0 * tl.abs(x))

@@ -2,8 +2,15 @@
 
 Place in the flow: `graph_ir.build_graph` calls `lower_reduction` for every node; a reduction
 becomes one or two primitive reductions (reduced dims kept as size 1), pointwise nodes for the
-arithmetic around them (`mean` divides a sum, `var` sums squared deviations from the mean) and
-a squeeze when the op drops the dims. Returns the edge(s) that replace the node's output(s).
+arithmetic around them (`mean` divides a sum) and a squeeze when the op drops the dims. Returns
+the edge(s) that replace the node's output(s).
+
+A variance (`var`, `std`, `var_mean`) is, with `one_pass` (the VAR_ONEPASS knob, on by
+default), the pair `welford_mean` / `welford_m2` of the same rows, which the emitter computes
+in one pass (`emit.py`), and var = M2 / (count - correction). A plain mean of the same source
+and dims shares the pair's mean (whichever comes first in the graph), so `x.mean(d)` next to
+`x.var(d)` still reads the rows once. Without `one_pass`: a sum for the mean, then a sum of the
+squared deviations from it (two passes over rows that do not fit one tile).
 """
 
 from collections.abc import Sequence
@@ -50,8 +57,11 @@ def lower_reduction(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     outputs: Sequence[TensorMeta | None],
+    *,
+    one_pass: bool = True,
 ) -> Ref | list[Ref] | None:
-    """The replacement edge(s) of a reduction node, or None when `target` is not one."""
+    """The replacement edge(s) of a reduction node, or None when `target` is not one (see the
+    module docstring for `one_pass`)."""
     if (
         target not in _SUM_LIKE
         and target not in _MEAN
@@ -79,10 +89,14 @@ def lower_reduction(
     for d in dims:
         count *= shape[d]
     if target in _MEAN:
+        shared = _find(graph, "welford_mean", source, dims, out_dtype)
+        if shared is not None:
+            return _squeezed(graph, shared, dims, keepdim)
         total = _reduce(graph, name, "sum", source, dims, out_dtype)
         mean = _pointwise(graph, name, "aten.div.Tensor", (total, float(count)), graph.meta(total))
         return _squeezed(graph, mean, dims, keepdim)
-    return _variance(graph, name, target, source, dims, keepdim, count, kwargs)
+    graph.variances += 1
+    return _variance(graph, name, target, source, dims, keepdim, count, kwargs, one_pass)
 
 
 def _variance(
@@ -94,6 +108,7 @@ def _variance(
     keepdim: bool,
     count: int,
     kwargs: dict[str, Any],
+    one_pass: bool,
 ) -> Ref | list[Ref]:
     dtype = graph.meta(source).dtype
     if not is_float(dtype):
@@ -101,12 +116,23 @@ def _variance(
         raise GenerationError(msg)
     correction = kwargs.get("correction", 1)
     correction = 1 if correction is None else correction
-    total = _reduce(graph, name, "sum", source, dims, dtype)
-    mean = _pointwise(graph, name, "aten.div.Tensor", (total, float(count)), graph.meta(total))
-    full = graph.meta(source)
-    diff = _pointwise(graph, name, "aten.sub.Tensor", (source, mean), contiguous(full.shape, dtype))
-    square = _pointwise(graph, name, "aten.mul.Tensor", (diff, diff), graph.meta(diff))
-    sq_total = _reduce(graph, name, "sum", square, dims, dtype)
+    if one_pass:
+        mean = _find(graph, "welford_mean", source, dims, dtype)
+        if mean is None:
+            mean = _reduce(graph, name, "welford_mean", source, dims, dtype)
+            _share_earlier_sum(graph, mean, count)
+        sq_total = _find(graph, "welford_m2", source, dims, dtype)
+        if sq_total is None:
+            sq_total = _reduce(graph, name, "welford_m2", source, dims, dtype)
+    else:
+        total = _reduce(graph, name, "sum", source, dims, dtype)
+        mean = _pointwise(graph, name, "aten.div.Tensor", (total, float(count)), graph.meta(total))
+        full = graph.meta(source)
+        diff = _pointwise(
+            graph, name, "aten.sub.Tensor", (source, mean), contiguous(full.shape, dtype)
+        )
+        square = _pointwise(graph, name, "aten.mul.Tensor", (diff, diff), graph.meta(diff))
+        sq_total = _reduce(graph, name, "sum", square, dims, dtype)
     divisor = float(max(count - correction, 0))
     var = _pointwise(graph, name, "aten.div.Tensor", (sq_total, divisor), graph.meta(sq_total))
     if target == "aten.std.correction":
@@ -115,6 +141,40 @@ def _variance(
     if target == "aten.var.correction":
         return _squeezed(graph, var, dims, keepdim)
     return [_squeezed(graph, var, dims, keepdim), _squeezed(graph, mean, dims, keepdim)]
+
+
+def _find(graph: Graph, op: str, source: Ref, dims: tuple[int, ...], dtype: str) -> Ref | None:
+    """An existing primitive reduction `op` of `source` over `dims` in `dtype`."""
+    for node in graph.nodes.values():
+        if (
+            node.kind == Kind.REDUCTION
+            and node.reduce_op == op
+            and node.args[0] == source
+            and node.dims == dims
+            and node.meta.dtype == dtype
+        ):
+            return Ref(node.name)
+    return None
+
+
+def _share_earlier_sum(graph: Graph, mean: Ref, count: int) -> None:
+    """An earlier float sum of the Welford mean's rows (a plain mean's) becomes mean * count:
+    the rows are read once. The Welford node moves before it (its source already is)."""
+    node = graph.node(mean)
+    earlier = _find(graph, "sum", node.args[0], node.dims, node.meta.dtype)
+    if earlier is None or not is_float(node.meta.dtype):
+        return
+    total = graph.node(earlier)
+    total.target, total.kind, total.reduce_op, total.dims = (
+        "aten.mul.Tensor",
+        Kind.POINTWISE,
+        "",
+        (),
+    )
+    total.args = (mean, float(count))
+    order = [n for n in graph.nodes if n != node.name]
+    order.insert(order.index(total.name), node.name)
+    graph.nodes = {n: graph.nodes[n] for n in order}
 
 
 def _dims_and_keepdim(

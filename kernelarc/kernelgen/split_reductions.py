@@ -16,12 +16,17 @@ index algebra and two reductions of the same op:
 The views are index maps, never copies: the pointwise producers of the source fuse into the
 stage-1 kernel, which reads the source once. The final view keeps the original node's name, so
 its users do not change. Only ops that combine associatively are split (sum, prod, max, min,
-any, all; never an arg-reduction, whose index would need carrying); a mean or a variance is
-lowered to sums first, each split alike. Partials are kept in the compute dtype (float32 for
-16-bit floats, int64 for integer sums, bool for any/all); stage 2 rounds once to the output's
-dtype. The nodes are then reordered so that stage-1 reductions come as early as they can:
-reductions of the same rows (a loss's several sums) become adjacent roots and share one
-stage-1 kernel, and their stage 2s one more.
+any, all; never an arg-reduction, whose index would need carrying); a mean is lowered to a sum
+first. A variance's Welford pair (`welford_mean`, `welford_m2` of the same rows) splits as one:
+stage 1 computes both per chunk of c = R/S elements in one pass; stage 2 merges the S partials
+of equal count c exactly (Chan et al.): mean = the mean of the partial means, M2 = the sum of
+the partial M2s + c * the sum of the squared deviations of the partial means from the mean
+(itself a Welford pair over the partial means, then a pointwise multiply-add). With
+VAR_ONEPASS off the variance is two sums, each split alike. Partials are kept in the compute
+dtype (float32 for 16-bit floats, int64 for integer sums, bool for any/all); stage 2 rounds
+once to the output's dtype. The nodes are then reordered so that stage-1 reductions come as
+early as they can: reductions of the same rows (a loss's several sums) become adjacent roots
+and share one stage-1 kernel, and their stage 2s one more.
 
 A reduction qualifies when it has fewer outputs than SPLIT_MAX_OUTPUTS (2 per SM: even at one
 output per program, the `ROWS` knob's least, SMs would idle; with more outputs lowering `ROWS`
@@ -46,7 +51,15 @@ import heapq
 import math
 from dataclasses import dataclass
 
-from kernelarc.kernelgen.graph_ir import Graph, Kind, Node, Ref, contiguous, index_users
+from kernelarc.kernelgen.graph_ir import (
+    WELFORD_OPS,
+    Graph,
+    Kind,
+    Node,
+    Ref,
+    contiguous,
+    index_users,
+)
 from kernelarc.kernelgen.knobs import (
     KNOB_VALUES,
     SPLIT_MAX_OUTPUTS,
@@ -61,6 +74,8 @@ from kernelarc.kernelgen.space import Space
 
 SPLIT_OPS = frozenset({"sum", "prod", "max", "min", "any", "all"})
 """Reductions whose partial results combine with the same op."""
+SPLIT_PAIR_OPS = WELFORD_OPS
+"""Reductions split as a pair (stage 2 merges partial statistics, see the module docstring)."""
 
 _SLACK = 4
 """A divisor further than this factor from the target split is not reasonable."""
@@ -83,7 +98,7 @@ def split_reductions(graph: Graph, knobs: GenKnobs, device: Device) -> SplitResu
     factors: dict[str, int] = {}
     splittable = column_splittable = False
     for node in graph.nodes.values():
-        if node.kind != Kind.REDUCTION or node.reduce_op not in SPLIT_OPS:
+        if node.kind != Kind.REDUCTION or node.reduce_op not in SPLIT_OPS | SPLIT_PAIR_OPS:
             continue
         space = Space(tuple(graph.meta(node.args[0]).shape), node.dims)
         xnumel, reduced = space.xnumel, space.reduced_shape
@@ -158,7 +173,23 @@ def _rewrite(graph: Graph, factors: dict[str, int]) -> None:
     instead: dict[str, list[Node]] = {}
     firsts: set[str] = set()
     for name, factor in factors.items():
-        nodes = _split(graph, graph.nodes[name], factor)
+        node = graph.nodes[name]
+        if name in instead:
+            continue  # split with its Welford partner
+        if node.reduce_op in SPLIT_PAIR_OPS:
+            group = [
+                n
+                for n in graph.nodes.values()
+                if n.reduce_op in SPLIT_PAIR_OPS
+                and n.args[0] == node.args[0]
+                and n.dims == node.dims
+            ]
+            nodes, stage1 = _split_welford(graph, group, factor)
+            instead.update({n.name: [] for n in group})
+            instead[group[0].name] = nodes
+            firsts.update(stage1)
+            continue
+        nodes = _split(graph, node, factor)
         instead[name] = nodes
         firsts.add(nodes[-3].name)
     graph.nodes = {
@@ -210,6 +241,59 @@ def _stage1_first(graph: Graph, firsts: set[str]) -> None:
 def _split(graph: Graph, node: Node, factor: int) -> list[Node]:
     """The views, stage 1, stage 2 and the view to the output's shape, which takes the
     reduction's name."""
+    first, current, partials, outer_shape = _split_views(graph, node, factor)
+    stage1 = _reduction(graph, node, current, partials, (2,))
+    stage2 = _reduction(graph, node, Ref(stage1.name), outer_shape, (1,))
+    return [*first, stage1, stage2, _back(node, Ref(stage2.name))]
+
+
+def _split_welford(graph: Graph, group: list[Node], factor: int) -> tuple[list[Node], list[str]]:
+    """A Welford pair (or a lone M2) in two stages (see the module docstring): the new nodes,
+    the views to the outputs' shapes last (taking the group's names), and the stage-1 names."""
+    node = group[0]
+    first, current, partials, outer_shape = _split_views(graph, node, factor)
+    chunk = Space(tuple(graph.meta(node.args[0]).shape), node.dims).rnumel // factor
+    mean1 = _reduction(graph, node, current, partials, (2,), "welford_mean")
+    m2_1 = _reduction(graph, node, current, partials, (2,), "welford_m2")
+    mean2 = _reduction(graph, node, Ref(mean1.name), outer_shape, (1,), "welford_mean")
+    spread = _reduction(graph, node, Ref(mean1.name), outer_shape, (1,), "welford_m2")
+    inner = _reduction(graph, node, Ref(m2_1.name), outer_shape, (1,), "sum")
+    meta = spread.meta
+    scaled = Node(
+        graph.fresh(node.name),
+        "aten.mul.Tensor",
+        Kind.POINTWISE,
+        (Ref(spread.name), float(chunk)),
+        {},
+        (meta,),
+    )
+    m2 = Node(
+        graph.fresh(node.name),
+        "aten.add.Tensor",
+        Kind.POINTWISE,
+        (Ref(inner.name), Ref(scaled.name)),
+        {},
+        (meta,),
+    )
+    nodes = [*first, mean1, m2_1, mean2, spread, inner, scaled, m2]
+    for member in group:
+        result = mean2 if member.reduce_op == "welford_mean" else m2
+        nodes.append(_back(member, Ref(result.name)))
+    return nodes, [mean1.name, m2_1.name]
+
+
+def _back(node: Node, result: Ref) -> Node:
+    """The view of a stage-2 result to the split node's shape, under the split node's name."""
+    return Node(
+        node.name, "aten.view.default", Kind.VIEW, (result, list(node.shape)), {}, node.metas
+    )
+
+
+def _split_views(
+    graph: Graph, node: Node, factor: int
+) -> tuple[list[Node], Ref, list[int], list[int]]:
+    """The permute / reshape of a split node's source to (outer, S, R/S[, inner]), the
+    reshaped edge, the partials' shape and stage 2's output shape."""
     source: Ref = node.args[0]
     shape = list(graph.meta(source).shape)
     space = Space(tuple(shape), node.dims)
@@ -230,18 +314,7 @@ def _split(graph: Graph, node: Node, factor: int) -> list[Node]:
     split_shape = [outer, factor, space.rnumel // factor, *tail]
     first.append(_view(graph, node, "aten.view.default", current, split_shape, split_shape))
     partials = [outer, factor, 1, *tail]
-    stage1 = _reduction(graph, node, Ref(first[-1].name), partials, (2,))
-    first.append(stage1)
-    stage2 = _reduction(graph, node, Ref(stage1.name), [outer, 1, 1, *tail], (1,))
-    back = Node(
-        node.name,
-        "aten.view.default",
-        Kind.VIEW,
-        (Ref(stage2.name), list(node.shape)),
-        {},
-        node.metas,
-    )
-    return [*first, stage2, back]
+    return first, Ref(first[-1].name), partials, [outer, 1, 1, *tail]
 
 
 def _view(
@@ -252,17 +325,23 @@ def _view(
 
 
 def _reduction(
-    graph: Graph, node: Node, source: Ref, shape: list[int], dims: tuple[int, ...]
+    graph: Graph,
+    node: Node,
+    source: Ref,
+    shape: list[int],
+    dims: tuple[int, ...],
+    op: str = "",
 ) -> Node:
     # Partials in the compute dtype (float32 for 16-bit floats): stage 2 rounds once.
     dtype = node.meta.dtype if dims == (1,) else compute_dtype(node.meta.dtype)
+    op = op or node.reduce_op
     return Node(
         graph.fresh(node.name),
-        node.target,
+        f"reduce.{op}",
         Kind.REDUCTION,
         (source,),
         {},
         (contiguous(shape, dtype),),
-        reduce_op=node.reduce_op,
+        reduce_op=op,
         dims=dims,
     )

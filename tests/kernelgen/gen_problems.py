@@ -275,6 +275,36 @@ PROBLEMS: dict[str, Problem] = {
         ),
         [_w("n1", {"N": 1}), _w("n2", {"N": 2})],
     ),
+    # Variances: a GroupNorm (var_mean over each group's (C/G, L)), unbiased and biased
+    # variances of values far from 0 (where sum-of-squares formulas cancel), a std over two
+    # dims and a plain mean of the same rows as a variance (it shares the one-pass mean).
+    "variances": (
+        _definition(
+            "variances",
+            {
+                "N": {"type": "var"},
+                "C": {"type": "const", "value": 8},
+                "L": {"type": "var"},
+            },
+            {"x": _t(["N", "C", "L"]), "w": _t(["C"]), "b": _t(["C"])},
+            {
+                "g": _t(["N", "C", "L"]),
+                "v1": _t(["N", "C"]),
+                "v0": _t(["N", "C"]),
+                "s": _t(["N", 1, 1]),
+                "m": _t(["N", "C"]),
+            },
+            "import torch\nimport torch.nn.functional as F\n\n"
+            "def run(x, w, b):\n"
+            "    far = x * 0.5 + 3000.0\n"
+            "    m = far.mean(dim=-1)\n"
+            "    v1 = far.var(dim=-1)\n"
+            "    v0 = torch.var(far, dim=-1, correction=0)\n"
+            "    s = x.std(dim=(1, 2), keepdim=True)\n"
+            "    return F.group_norm(x, 4, w, b, 1e-5), v1, v0, s, m - 3000.0\n",
+        ),
+        [_w("n2-l100", {"N": 2, "L": 100}), _w("n3-l37", {"N": 3, "L": 37})],
+    ),
 }
 
 

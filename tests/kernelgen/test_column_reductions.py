@@ -95,9 +95,9 @@ def test_a_reduction_over_a_middle_or_leading_dim_runs_the_column_plan(
 
 def test_a_split_column_reduction_stays_in_column_kernels(gen_problems: Traced) -> None:
     split = _generate(gen_problems, "feature_stats", SPLIT)
-    # The mean's sum, the squared deviations' sum and x.mean(0)'s sum each in two stages; the
-    # stage-2 kernels read the partials as (1, S, 1, D), again a column reduction.
-    assert sorted(split.split) == ["sum", "sum", "sum"]
+    # The BatchNorm's Welford pair (x.mean(0) shares its mean) in two stages; the stage-2
+    # kernels read the partials as (1, S, 1, D), again a column reduction.
+    assert sorted(split.split) == ["welford_m2", "welford_mean"]
     assert split.kinds == frozenset({"column", "pointwise"})
     assert "SPLIT_COL" in relevant_knobs(split)
 

@@ -70,12 +70,12 @@ def test_split_reductions_match_the_reference_on_cuda(
 
 
 def test_a_split_reduction_runs_in_two_stages(gen_problems: Traced) -> None:
-    # BatchNorm: one kernel (4 rows per program) unsplit; split, the mean and the squared
-    # deviations each take a stage-1 and a stage-2 kernel, then the normalisation.
+    # BatchNorm: one kernel (4 rows per program) unsplit; split, the mean and M2 (one Welford
+    # pair) take a stage-1 and a stage-2 kernel, then the normalisation.
     plain = _generate(gen_problems, "batch_stats", {})
     assert (plain.split, plain.kernels) == ((), 1)
     bn = _generate(gen_problems, "batch_stats", SPLIT)
-    assert (bn.split, bn.kernels) == (("sum", "sum"), 5)
+    assert (bn.split, bn.kernels) == (("welford_mean", "welford_m2"), 3)
     assert bn.kinds == frozenset({"pointwise", "reduction"})
     assert "2 reduction(s) split in two stages" in bn.summary()
     # Six scalar reductions of the same rows share one stage-1 kernel (with the losses'
