@@ -10,7 +10,13 @@ the result key on stdin: the runner SIGKILLs its own process group at that deadl
 run under `timeout -s KILL`: see below), and the host still gives up HOST_GRACE_S later. The
 signed result is read back on the host side of the mount with `result_file`, as LocalSandbox
 does. The container is replaced after a timeout, a runner crash, a poisoned CUDA context or
-leftover processes, so container start-up is paid once and no candidate can affect the next.
+leftover processes, so container start-up is paid once and no candidate can affect the next: the
+leftover check lists the container's processes from inside after every evaluation, before the
+next runner is exec'd or given `go`. The runner returns only once the killed worker's whole tree
+is reaped, so a fork bomb's processes do not count there; the listing also reads how many forks
+the container's pids limit refused, and a candidate that hit that limit while a spare was exec'd
+beside it (`spare_start`) has the container replaced too, since the spare's own forks or threads
+may have been refused while it imported torch.
 
 With `warm_spare` (the default) the slot keeps the next runner exec'd ahead, in its own fresh eval
 dir: it imports torch and waits for `go`, so the next evaluation skips the import (as LocalSandbox's
@@ -102,11 +108,21 @@ OWNER = "kernelarc.sandbox_owner"
 HOST_OWNER = "kernelarc.host_owner"
 #: Exec'd in a pool container as root (uid 0 there, with no capabilities: /proc/<pid>/status is
 #: world-readable): one `pid uid` line (the real uid) per process but itself; a process that
-#: ends mid-walk is skipped, any other error exits non-zero.
+#: ends mid-walk is skipped, any other error exits non-zero. Then, where the container's pids
+#: cgroup shows its events file (v2 at the cgroup root, v1 under pids/), `limit-hits N`: how many
+#: forks (or threads) the pids limit has refused in the container so far.
 _LIST_PROCESSES = """
 import os
 me = str(os.getpid())
 lines = []
+for path in ("/sys/fs/cgroup/pids.events", "/sys/fs/cgroup/pids/pids.events"):
+    try:
+        with open(path) as events:
+            hits = [line.split()[1] for line in events if line.startswith("max ")]
+    except OSError:
+        continue
+    lines += ["limit-hits " + hit for hit in hits[:1]]
+    break
 for pid in os.listdir("/proc"):
     if not pid.isdigit() or pid == me:
         continue
@@ -122,6 +138,16 @@ print("\\n".join(lines))
 
 class _ListingError(Exception):
     """The in-container process listing failed, or said something impossible."""
+
+
+@dataclass(frozen=True)
+class _Listing:
+    """What the in-container listing saw."""
+
+    processes: dict[str, str]
+    """pid -> real uid of every process but the listing's own (the container's pid numbers)."""
+    limit_hits: int | None
+    """Forks the container's pids limit refused so far (None: its cgroup file is not visible)."""
 
 
 #: What the process listing can raise: its caller then cannot trust the container.
@@ -161,6 +187,8 @@ class _Slot:
     image_id: str = ""
     baseline_pids: frozenset[str] = frozenset()
     """Pids (the container's own) of its init and `sleep infinity`, listed at its start."""
+    limit_hits: int | None = None
+    """The pids limit's refusal count at the last listing (None: not visible)."""
     memory_bytes: int | None = None
     """The container's memory limit now (raised for a problem that needs more)."""
     spare: _Runner | None = None
@@ -224,6 +252,7 @@ def _remove_container(container: Any) -> None:
 def _drop_container(slot: _Slot) -> None:
     container, pool_dir, spare = slot.container, slot.pool_dir, slot.spare
     slot.container, slot.pool_dir, slot.baseline_pids = None, None, frozenset()
+    slot.limit_hits = None
     slot.memory_bytes = None
     slot.spare = None
     if spare is not None:
@@ -593,28 +622,35 @@ class DockerSandbox:
         if any(POISONED_CUDA.search(log) for log in logs):
             return "the log reports a CUDA error (possibly a poisoned context)"
         try:
-            processes = self._processes(slot)
+            listing = self._processes(slot)
         except _LISTING_ERRORS as exc:
             return f"cannot list its processes ({exc})"
+        hits_before, slot.limit_hits = slot.limit_hits, listing.limit_hits
         # The spare exec'd beside the candidate runs as the other uid, which the candidate's
         # processes can never have.
         spare = _numeric(slot.spare.user) if slot.spare is not None else None
         spare_uid = str(spare[0]) if spare is not None else None
         leftovers = {
             pid
-            for pid, uid in processes.items()
+            for pid, uid in listing.processes.items()
             if pid not in slot.baseline_pids and uid != spare_uid
         }
         if leftovers:
             return f"{len(leftovers)} process(es) outlived the runner"
+        # The limit is the container's, not the uid's: a candidate that spent it (a fork bomb)
+        # may have had the spare's own forks or threads refused while it imported torch.
+        hit = None not in (hits_before, listing.limit_hits) and listing.limit_hits != hits_before
+        if hit and slot.spare is not None:
+            return "the candidate hit the pids limit while a spare runner started beside it"
         return None
 
-    def _processes(self, slot: _Slot) -> dict[str, str]:
+    def _processes(self, slot: _Slot) -> _Listing:
         """pid -> uid of every process of the slot's container, as the container sees them
-        (its pid namespace, its uids: the runners' numeric users), listed from inside. The
-        baseline and every later listing are taken this way, so their pids compare. (`docker
-        top` filters the host's `ps` by the container's cgroup: on a host whose cgroup or /proc
-        view does not match the engine's it lists nothing, and leftovers went unseen.)
+        (its pid namespace, its uids: the runners' numeric users), listed from inside, and the
+        count of forks its pids limit refused (`_Listing`). The baseline and every later
+        listing are taken this way, so their pids compare. (`docker top` filters the host's `ps`
+        by the container's cgroup: on a host whose cgroup or /proc view does not match the
+        engine's it lists nothing, and leftovers went unseen.)
 
         Raises:
             docker.errors.DockerException, OSError: the exec failed.
@@ -631,8 +667,12 @@ class DockerSandbox:
             msg = f"the process listing exited with {code}: {tail}"
             raise _ListingError(msg)
         processes: dict[str, str] = {}
+        limit_hits = None
         for line in (out or b"").decode(errors="replace").splitlines():
             pid, _, uid = line.partition(" ")
+            if pid == "limit-hits" and uid.isdigit():
+                limit_hits = int(uid)
+                continue
             if not (pid.isdigit() and uid.isdigit()):
                 msg = f"the process listing printed {line[:100]!r}"
                 raise _ListingError(msg)
@@ -640,7 +680,7 @@ class DockerSandbox:
         if not processes:
             msg = "the process listing is empty (blind: init and the keep-alive always run)"
             raise _ListingError(msg)
-        return processes
+        return _Listing(processes, limit_hits)
 
     def _ensure_container(self, slot: _Slot, problem_dir: str | None, notes: list[str]) -> None:
         if slot.container is not None and slot.problem_dir == problem_dir:
@@ -660,7 +700,9 @@ class DockerSandbox:
             slot.container = self._client.containers.run(**self._container_options(slot))
             slot.container.reload()
             slot.image_id = str(slot.container.attrs["Image"])
-            slot.baseline_pids = frozenset(self._processes(slot))
+            baseline = self._processes(slot)
+            slot.baseline_pids = frozenset(baseline.processes)
+            slot.limit_hits = baseline.limit_hits
         except _LISTING_ERRORS as exc:
             _drop_container(slot)
             msg = f"cannot start a sandbox container from image {self.image!r}: {exc}"

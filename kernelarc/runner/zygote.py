@@ -12,7 +12,13 @@ reaped wait status; a spawn that could not fork answers minus the errno, without
 Closing the judge's end makes the zygote kill and reap its workers and exit.
 
 A fork that fails for a transient reason (EAGAIN: the process limit is still held by processes
-of a killed worker that are not reaped yet; ENOMEM) is retried for up to `FORK_RETRY_S`.
+of a killed worker that are not reaped yet; ENOMEM) is retried for up to `FORK_RETRY_S`; so is the
+fork of the zygote itself. Every spawn that yields no worker is a `SpawnFailed` naming why, and
+leaves no worker behind: a fork refused after the retries, a socket pair the zygote cannot create
+(its open-file limit), a reply it cannot send with the socket attached (the worker it forked is
+killed and reaped), and a reply whose socket the judge cannot take (MSG_CTRUNC: the judge's
+open-file limit; the judge kills the worker and has the zygote reap it). `ChannelClosed` ("malformed
+spawn reply") is left for a zygote that is gone or broke the protocol.
 """
 
 import contextlib
@@ -39,7 +45,7 @@ _TRANSIENT = (errno.EAGAIN, errno.ENOMEM)
 
 
 class SpawnFailed(Exception):
-    """The zygote could not fork a worker (the message names the errno)."""
+    """No worker came of a spawn (the message says why: the errno, or the judge's fd limit)."""
 
 
 def describe_wait_status(status: int) -> str:
@@ -62,7 +68,12 @@ class Zygote:
     def __init__(self, worker_main: WorkerMain) -> None:
         """Fork the server now; `worker_main(sock)` runs in each worker and must not return."""
         ours, theirs = socket.socketpair()
-        pid = os.fork()
+        try:
+            pid = _fork()
+        except OSError:
+            ours.close()
+            theirs.close()
+            raise
         if pid == 0:  # the zygote
             ours.close()
             code = 0
@@ -84,13 +95,22 @@ class Zygote:
             ChannelClosed: the zygote is gone or answered something else.
         """
         self._sock.sendall(_COMMAND.pack(b"s", 0))
-        data, fds, _, _ = socket.recv_fds(self._sock, _REPLY.size, 1)
+        data, fds, flags, _ = socket.recv_fds(self._sock, _REPLY.size, 1)
         if len(data) == _REPLY.size and not fds:
             (code,) = _REPLY.unpack(data)
             if code < 0:
                 msg = f"the worker zygote could not fork a worker: {os.strerror(-code)}"
                 if -code == errno.EAGAIN:
                     msg += " (the process limit stayed spent)"
+                raise SpawnFailed(msg)
+            if flags & socket.MSG_CTRUNC:
+                # The zygote forked worker `code` and attached its socket, but the kernel could
+                # not give this process the descriptor: the worker would wait for nothing.
+                self._discard(code)
+                msg = (
+                    "the judge could not receive a new worker's socket (its open-file limit is "
+                    "spent); the worker was killed"
+                )
                 raise SpawnFailed(msg)
         if len(data) != _REPLY.size or len(fds) != 1:
             for fd in fds:
@@ -99,6 +119,12 @@ class Zygote:
             raise ChannelClosed(msg)
         (pid,) = _REPLY.unpack(data)
         return pid, socket.socket(fileno=fds[0])
+
+    def _discard(self, pid: int) -> None:
+        """Kill worker `pid`, which the judge holds no socket of, and have the zygote reap it."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+        self.reap(pid)
 
     def reap(self, pid: int) -> int:
         """Wait for worker `pid` to end (kill it first) and return its wait status."""
@@ -127,7 +153,7 @@ def _serve(sock: socket.socket, worker_main: WorkerMain) -> None:
             try:
                 child = _fork_worker(sock, worker_main)
             except OSError as exc:
-                logger.warning("worker zygote: fork failed: %s", exc)
+                logger.warning("worker zygote: no worker: %s", exc)
                 sock.sendall(_REPLY.pack(-(exc.errno or errno.EIO)))
                 continue
             children.add(child)
@@ -174,6 +200,15 @@ def _fork_worker(sock: socket.socket, worker_main: WorkerMain) -> int:
         finally:
             os._exit(code)
     worker_end.close()
-    socket.send_fds(sock, [_REPLY.pack(child)], [judge_end.fileno()])
-    judge_end.close()
+    try:
+        socket.send_fds(sock, [_REPLY.pack(child)], [judge_end.fileno()])
+    except OSError:
+        # Nobody will ever talk to this worker: end it before answering with the error.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(child, 0)
+        raise
+    finally:
+        judge_end.close()
     return child

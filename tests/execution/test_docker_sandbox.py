@@ -621,3 +621,67 @@ def test_a_killed_hosts_pool_dir_and_container_are_removed_by_the_next_sandbox(
             host.wait()
         for folder in root.glob(f"kernelarc_pool_{host.pid}-*"):  # a failed sweep's leftover
             subprocess.run(["rm", "-rf", str(folder)], check=False)
+
+
+FORK_BOMB = SAMPLES / "hostile" / "fork_bomb" / "kernel.py"
+#: As the hostile suite's Docker pool: a bomb spends this limit within milliseconds.
+BOMB_PIDS_LIMIT = 128
+
+
+def _bomb_then_control(
+    docker_engine: DockerEngine, spare_start: str
+) -> tuple[EvalResult, str | None, list[tuple[int, str, str]], EvalResult]:
+    """The fork bomb (3 s workload budget), the container's processes right after it returned
+    (none when it was replaced), then an honest candidate in the same sandbox."""
+    bomb = _request(FORK_BOMB).model_copy(update={"workload_timeout_s": 3.0})
+    with DockerSandbox(
+        **_sandbox_options(docker_engine),  # type: ignore[arg-type]
+        pids_limit=BOMB_PIDS_LIMIT,
+        spare_start=spare_start,  # type: ignore[arg-type]
+    ) as sandbox:
+        result = sandbox.evaluate(bomb, timeout_s=TIMEOUT_S)
+        container = sandbox.container_id("cpu")
+        processes = docker_engine.container_processes(container) if container else []
+        control = sandbox.evaluate(
+            _request(SAMPLES / "kernels" / "add_return.py"), timeout_s=TIMEOUT_S
+        )
+    return result, container, processes, control
+
+
+@pytest.mark.docker
+def test_a_fork_bomb_leaves_its_container_empty_before_the_next_runner(
+    docker_engine: DockerEngine,
+) -> None:
+    """Issue 17: the bomb is TIMEOUT; when its container is kept, it holds nothing of the bomb
+    by the time evaluate() returns (init, `sleep infinity` and the one spare runner exec'd
+    after the check, still waiting for `go`: its zygote is forked only then), and the next
+    candidate passes there."""
+    result, container, processes, control = _bomb_then_control(docker_engine, "after")
+    bomb = Step(result, None, None)
+    assert bomb.statuses == {EvalStatus.TIMEOUT}, bomb.log
+    assert Step(control, None, None).statuses == {EvalStatus.PASSED}, control.traces
+    if container is None:  # replaced: a fresh container has nothing of the bomb either
+        assert any("replaced" in n for n in result.sandbox_notes), result.sandbox_notes
+        return
+    others = [p for p in processes if p[0] != 1 and p[2] != "sleep infinity"]
+    assert len(others) == 1, processes
+    assert "kernelarc.runner --device cpu" in others[0][2], processes
+
+
+@pytest.mark.docker
+@pytest.mark.skipif(os.geteuid() != 0, reason="runners alternate users only on a root host")
+def test_a_spare_exec_d_beside_a_fork_bomb_goes_with_its_container(
+    docker_engine: DockerEngine,
+) -> None:
+    """The pids limit is the container's, whatever the uid: a spare exec'd while the bomb ran
+    (the cuda rule, forced here) may have had its own forks or threads refused during its torch
+    import. The container is replaced, so the next candidate gets a fresh runner and passes."""
+    result, container, _, control = _bomb_then_control(docker_engine, "concurrent")
+    bomb = Step(result, None, None)
+    assert bomb.statuses == {EvalStatus.TIMEOUT}, bomb.log
+    assert container is None, result.sandbox_notes
+    replaced = [n for n in result.sandbox_notes if "replaced" in n]
+    assert len(replaced) == 1, result.sandbox_notes
+    after = Step(control, None, None)
+    assert after.statuses == {EvalStatus.PASSED}, after.log
+    assert not after.warm

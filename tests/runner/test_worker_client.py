@@ -122,3 +122,78 @@ def test_a_fork_the_process_limit_refuses_is_a_clear_worker_error() -> None:
     assert "DIED: the worker zygote could not fork a worker" in done.stdout, done.stderr
     assert "process limit" in done.stdout
     assert "ZYGOTE EXIT OK" in done.stdout
+
+
+#: Run in a fresh interpreter (its file limits change). Prints one JSON line of what happened.
+_FD_LIMITS = textwrap.dedent(
+    """
+    import json, os, resource
+    from pathlib import Path
+    from kernelarc.runner.channel import ChannelClosed
+    from kernelarc.runner.zygote import SpawnFailed, Zygote
+
+    def idle(sock):
+        sock.recv(1)  # EOF when the judge's end is gone
+
+    def workers(zygote):
+        found = []
+        for entry in Path("/proc").iterdir():
+            try:
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            if entry.name.isdigit() and int(fields[1]) == zygote.pid:
+                found.append(int(entry.name))
+        return found
+
+    def attempt(zygote):
+        try:
+            pid, sock = zygote.spawn()
+        except (SpawnFailed, ChannelClosed) as exc:
+            return f"{type(exc).__name__}: {exc}"
+        sock.close()
+        zygote.reap(pid)
+        return "spawned"
+
+    report = {}
+    zygote = Zygote(idle)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    report["first"] = attempt(zygote)  # the zygote has set itself up (its /dev/null)
+
+    # The zygote cannot create the worker's socket pair (its 0, 1 and 2 fill its limit).
+    resource.prlimit(zygote.pid, resource.RLIMIT_NOFILE, (3, hard))
+    report["zygote_limit"] = attempt(zygote)
+    resource.prlimit(zygote.pid, resource.RLIMIT_NOFILE, (soft, hard))
+    report["zygote_after"] = attempt(zygote)
+
+    # The judge cannot take the socket the reply carries: every fd below its limit is in use.
+    lowest_free = os.dup(0)
+    os.close(lowest_free)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free, hard))
+    report["judge_limit"] = attempt(zygote)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    report["workers_left"] = workers(zygote)
+    report["judge_after"] = attempt(zygote)
+    zygote.close()
+    print(json.dumps(report))
+    """
+)
+
+
+def test_a_spawn_that_hits_a_file_limit_is_a_clear_spawn_failure_and_leaves_no_worker() -> None:
+    """Issue 17: a spawn whose reply the judge cannot complete read as "malformed spawn reply"
+    (the channel's verdict on a dead zygote) and left the forked worker behind. Each limit now
+    gives SpawnFailed naming it, no worker is left, and the zygote serves the next spawn."""
+    done = subprocess.run(
+        [sys.executable, "-c", _FD_LIMITS], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["zygote_limit"].startswith("SpawnFailed: the worker zygote could not fork"), (
+        report
+    )
+    assert "Too many open files" in report["zygote_limit"]
+    assert report["judge_limit"].startswith("SpawnFailed: the judge could not receive"), report
+    assert "open-file limit" in report["judge_limit"]
+    assert report["workers_left"] == []
+    assert report["first"] == report["zygote_after"] == report["judge_after"] == "spawned"
