@@ -5,7 +5,8 @@ Two kinds of concurrency, bounded separately: every agent proposes in its own th
 `budget.max_proposing` inside `propose`/`conclude` at once, default all), while evaluations are
 bounded by the executor's timed slots (one per GPU; `budget.max_parallel` caps them); one candidate
 budget is shared by the team, and so is the wall-clock budget `budget.time_s` (time_budget.py:
-no proposal after the deadline, no candidate that is not expected to finish before it). A blocked
+no proposal after the deadline, no candidate started at its slot that is not expected to finish
+before it, however long it queued there). A blocked
 proposal (static rules) never reaches a sandbox. A passing
 candidate is judged under the guard lock, so the incumbent cannot change while the guard re-times
 and confirms it (those extra evaluations take slots but not budget). An attempt is appended to
@@ -16,6 +17,7 @@ set, the loop first takes all of that back from the run dir (restore.py).
 """
 
 import contextlib
+import functools
 import logging
 import shutil
 import threading
@@ -38,7 +40,7 @@ from kernelarc.campaign.run_record import (
 from kernelarc.campaign.time_budget import TimeBudget
 from kernelarc.config import CampaignConfig
 from kernelarc.errors import KernelarcError
-from kernelarc.executor import Executor, make_executor
+from kernelarc.executor import Admit, Executor, NotAdmitted, make_executor
 from kernelarc.guard import (
     Challenge,
     Score,
@@ -472,10 +474,42 @@ class _AgentWorker:
                 self.coordinator.accepted(proposal)
                 self.state.drafts += int(proposal.draft)
             candidate_since = time.monotonic()
-            attempt = self._screen_evaluate_and_record(proposal, ordinal)
+            try:
+                attempt = self._screen_evaluate_and_record(proposal, ordinal)
+            except NotAdmitted:
+                with self.state.lock:
+                    self._withdraw(proposal)
+                    left = self.state.clock.left_s() or 0.0
+                logger.info(
+                    "agent %s stops: %s reached its slot %.1f s before the deadline, less than "
+                    "a candidate takes; dropped unrecorded",
+                    agent.name,
+                    proposal.id,
+                    left,
+                )
+                return
             with self.state.lock:
                 self.state.clock.finished(time.monotonic() - candidate_since)
             self._conclude(agent, attempt)
+
+    def _withdraw(self, proposal: Proposal) -> None:
+        """Give back the budget slot of a proposal the time budget turned away at its slot (under
+        the state lock): it was never evaluated, so a resume may propose it again."""
+        self.state.reserved -= 1
+        self.state.seen_ids.discard(proposal.id)
+        self.state.drafts -= int(proposal.draft)
+
+    def _admit(self, admitted: list[str]) -> bool:
+        """Whether a candidate that now holds a slot may start there: not past the deadline, and
+        expected to finish before it (`TimeBudget.fits`). Queued candidates are judged at their
+        turn, not when they were proposed. The first admission's time goes to `admitted` (the
+        attempt's `started_at`)."""
+        with self.state.lock:
+            if self.state.clock.expired() or not self.state.clock.fits():
+                return False
+        if not admitted:
+            admitted.append(utc_now())
+        return True
 
     def _report_idle(self, agent: Agent, proposed: int) -> None:
         """Tell `on_idle` why an agent that never proposed does not apply (if it says)."""
@@ -541,9 +575,12 @@ class _AgentWorker:
             allowance_s=self.cfg.eval.hang_allowance_s,
         )
 
-    def _evaluate_candidate(self, request: EvalRequest) -> EvalResult:
-        """A candidate's own evaluation (screen, then timed); raises SandboxError."""
-        return self.executor.evaluate_candidate(request, timeout_s=self.cfg.eval.timeout_s)
+    def _evaluate_candidate(self, request: EvalRequest, admit: Admit) -> EvalResult:
+        """A candidate's own evaluation (screen, then timed), admitted at each slot by `admit`;
+        raises SandboxError or NotAdmitted."""
+        return self.executor.evaluate_candidate(
+            request, timeout_s=self.cfg.eval.timeout_s, admit=admit
+        )
 
     def _evaluate(self, request: EvalRequest) -> EvalResult:
         """One timed evaluation in a slot of its own (the guard's re-timing and confirmation come
@@ -568,7 +605,13 @@ class _AgentWorker:
         request = self._request(proposal)
         # Screened for correctness first where the executor has a correctness pool; a sandbox
         # failure (not the candidate's) is retried before the attempt is INFRA_ERROR.
-        done = evaluate_retrying(self._evaluate_candidate, request, self.cfg.guard.infra_retries)
+        admitted: list[str] = []
+
+        def evaluate(request: EvalRequest) -> EvalResult:
+            return self._evaluate_candidate(request, functools.partial(self._admit, admitted))
+
+        done = evaluate_retrying(evaluate, request, self.cfg.guard.infra_retries)
+        started = admitted[0] if admitted else started
         result = done.result
         error = done.error if result is None else ""
         if result is None:

@@ -2,9 +2,11 @@
 
 Place in the flow: `run_campaign` starts a `TimeBudget` when it is entered (set-up counts), with
 the time a resumed campaign had already used (campaign.json `time_used_s`). Every agent thread
-asks it, under the state lock, before it proposes (`expired`) and before a proposal it got is
-evaluated (`fits`); a proposal that does not fit is dropped unrecorded (a resume may propose it
-again). What counts as "fits": the candidate's expected duration, the mean of this campaign's
+asks it, under the state lock, before it proposes (`expired`), before a proposal it got takes a
+budget slot (`fits`), and again when the candidate reaches each executor slot (screen, timing:
+`Executor.evaluate_candidate`'s `admit`), because a candidate proposed in time may wait there
+behind others until after the deadline; a proposal that does not fit is dropped unrecorded (a
+resume may propose it again). What counts as "fits": the candidate's expected duration, the mean of this campaign's
 finished candidates (screen, timed evaluation and guard runs included; 0 before the first),
 ends before the deadline. So the guard's own evaluations are budgeted with their candidate.
 

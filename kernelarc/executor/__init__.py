@@ -16,13 +16,25 @@ from kernelarc.errors import ConfigError
 from kernelarc.schema import EvalRequest, EvalResult
 from kernelarc.schema.throughput import ThroughputReport
 
-__all__ = ["EXECUTOR_KINDS", "EvalKind", "Executor", "make_executor"]
+__all__ = ["EXECUTOR_KINDS", "Admit", "EvalKind", "Executor", "NotAdmitted", "make_executor"]
 
 EXECUTOR_KINDS = ("local", "ray")
 
 EvalKind = Literal["timed", "correctness"]
 """`timed`: an evaluation whose latencies count (a slot of its own GPU); `correctness`: a screen
 whose latencies are thrown away (the correctness pool, or the timed pool when there is none)."""
+
+
+Admit = Callable[[], bool]
+"""Asked once a candidate's evaluation holds a slot, before it starts there: False turns it away
+(`NotAdmitted`). The campaign's wall-clock budget decides here, not when the candidate was
+proposed: a candidate queued behind others for a timed slot may no longer fit when its turn
+comes."""
+
+
+class NotAdmitted(Exception):
+    """A candidate's evaluation was turned away by its `admit` callable when it reached a slot;
+    nothing ran, and the slot is free again. Not a SandboxError: never retried."""
 
 
 class Executor(Protocol):
@@ -45,9 +57,13 @@ class Executor(Protocol):
         only direct calls are the guard's); raises SandboxError (infrastructure)."""
         ...
 
-    def evaluate_candidate(self, request: EvalRequest, *, timeout_s: float) -> EvalResult:
+    def evaluate_candidate(
+        self, request: EvalRequest, *, timeout_s: float, admit: Admit | None = None
+    ) -> EvalResult:
         """A new candidate's first evaluation: screened in the correctness pool when there is one
-        (a failure is final, and never waits for a timed slot), then timed."""
+        (a failure is final, and never waits for a timed slot), then timed. `admit` is asked at
+        each slot the candidate reaches (screen, then timing); raises NotAdmitted when it says
+        no, SandboxError on an infrastructure failure."""
         ...
 
     def prepare(self, *, timeout_s: float, problem_dir: str | None) -> None:

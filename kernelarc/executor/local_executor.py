@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 from kernelarc.config import ExecutorConfig, SandboxConfig
 from kernelarc.execution import Sandbox, make_sandbox
+from kernelarc.executor import Admit
 from kernelarc.executor.accounting import eval_timing
-from kernelarc.executor.pooled import Pool, PooledExecutor
+from kernelarc.executor.pooled import Pool, PooledExecutor, check_admission
 from kernelarc.executor.slot_plan import plan_slots, visible_gpus
 from kernelarc.schema import EvalRequest, EvalResult
 
@@ -65,10 +66,22 @@ class LocalExecutor(PooledExecutor):
             self.screens,
         )
 
-    def _run(self, pool: Pool, request: EvalRequest, timeout_s: float, stage: str) -> EvalResult:
+    def _run(
+        self,
+        pool: Pool,
+        request: EvalRequest,
+        timeout_s: float,
+        stage: str,
+        admit: Admit | None = None,
+    ) -> EvalResult:
         slots = self._pools[pool]
         submitted = time.monotonic()
         slot = slots.get()
+        try:
+            check_admission(admit)
+        except BaseException:
+            slots.put(slot)
+            raise
         started = time.monotonic()
         result: EvalResult | None = None
         try:

@@ -13,7 +13,7 @@ evaluation finds it built. Docs: docs/architecture.md.
 
 from abc import ABC, abstractmethod
 
-from kernelarc.executor import EvalKind
+from kernelarc.executor import Admit, EvalKind, NotAdmitted
 from kernelarc.executor.accounting import ThroughputMeter
 from kernelarc.executor.screen_plan import (
     SCREEN_NOTE,
@@ -24,7 +24,15 @@ from kernelarc.executor.screen_plan import (
 from kernelarc.schema import EvalRequest, EvalResult, EvalStatus
 from kernelarc.schema.throughput import ThroughputReport
 
-__all__ = ["SCREEN_NOTE", "Pool", "PooledExecutor", "passed", "screening_request"]
+__all__ = [
+    "SCREEN_NOTE",
+    "NotAdmitted",
+    "Pool",
+    "PooledExecutor",
+    "check_admission",
+    "passed",
+    "screening_request",
+]
 
 Pool = str  # "timed" | "correctness"
 
@@ -34,6 +42,13 @@ def passed(result: EvalResult) -> bool:
     return bool(result.traces) and all(
         t.evaluation is not None and t.evaluation.status == EvalStatus.PASSED for t in result.traces
     )
+
+
+def check_admission(admit: Admit | None) -> None:
+    """Raise NotAdmitted when `admit` (asked with a slot held, before anything runs) says no."""
+    if admit is not None and not admit():
+        msg = "turned away at its slot"
+        raise NotAdmitted(msg)
 
 
 class PooledExecutor(ABC):
@@ -65,16 +80,20 @@ class PooledExecutor(ABC):
         pool = "correctness" if kind == "correctness" and self.meter.correctness_slots else "timed"
         return self._run(pool, request, timeout_s, stage)
 
-    def evaluate_candidate(self, request: EvalRequest, *, timeout_s: float) -> EvalResult:
-        """Screen (when there is a correctness pool and screening is on), then time."""
+    def evaluate_candidate(
+        self, request: EvalRequest, *, timeout_s: float, admit: Admit | None = None
+    ) -> EvalResult:
+        """Screen (when there is a correctness pool and screening is on), then time; `admit` is
+        asked at each slot (raises NotAdmitted)."""
         if not self.screens:
-            return self._run("timed", request, timeout_s, "timing")
-        screen = self._run("correctness", screening_request(request), timeout_s, "screen")
+            return self._run("timed", request, timeout_s, "timing", admit)
+        screened = screening_request(request)
+        screen = self._run("correctness", screened, timeout_s, "screen", admit)
         if not passed(screen):
             self.meter.count_screened_out()
             notes = [*screen.sandbox_notes, SCREEN_NOTE]
             return screen.model_copy(update={"sandbox_notes": notes})
-        timed = self._run("timed", timed_after_screen(request), timeout_s, "timing")
+        timed = self._run("timed", timed_after_screen(request), timeout_s, "timing", admit)
         return merge_screen_correctness(timed, screen)
 
     @abstractmethod
@@ -88,9 +107,17 @@ class PooledExecutor(ABC):
         return self.meter.report(wall_s=wall_s, candidates=candidates, propose_s=propose_s)
 
     @abstractmethod
-    def _run(self, pool: Pool, request: EvalRequest, timeout_s: float, stage: str) -> EvalResult:
+    def _run(
+        self,
+        pool: Pool,
+        request: EvalRequest,
+        timeout_s: float,
+        stage: str,
+        admit: Admit | None = None,
+    ) -> EvalResult:
         """Run `request` in a slot of `pool`, recording an EvalTiming under `stage` (`screen`,
-        `timing` or `guard`); raises SandboxError."""
+        `timing` or `guard`); with the slot held, `check_admission(admit)` first (a turned-away
+        request records nothing and frees the slot); raises SandboxError or NotAdmitted."""
 
     @abstractmethod
     def close(self) -> None:

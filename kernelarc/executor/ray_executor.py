@@ -23,8 +23,9 @@ import ray.exceptions
 from kernelarc.config import ExecutorConfig, SandboxConfig
 from kernelarc.errors import ConfigError, KernelarcError, SandboxError
 from kernelarc.execution import make_sandbox
+from kernelarc.executor import Admit
 from kernelarc.executor.accounting import eval_timing
-from kernelarc.executor.pooled import Pool, PooledExecutor
+from kernelarc.executor.pooled import Pool, PooledExecutor, check_admission
 from kernelarc.executor.slot_plan import plan_actors
 from kernelarc.schema import EvalRequest, EvalResult
 
@@ -264,11 +265,23 @@ class RayExecutor(PooledExecutor):
         """(pid, node, gpu) of each live actor of `pool` (for logs and diagnostics)."""
         return [(a.pid, a.node, a.gpu) for a in self._pools[pool].members]
 
-    def _run(self, pool: Pool, request: EvalRequest, timeout_s: float, stage: str) -> EvalResult:
+    def _run(
+        self,
+        pool: Pool,
+        request: EvalRequest,
+        timeout_s: float,
+        stage: str,
+        admit: Admit | None = None,
+    ) -> EvalResult:
         actors = self._pools[pool]
         payload = request.model_dump_json()
         submitted = time.monotonic()
         actor = actors.acquire()
+        try:
+            check_admission(admit)
+        except BaseException:
+            actors.release(actor)
+            raise
         started = time.monotonic()
         retries = 0
         result: EvalResult | None = None

@@ -266,7 +266,8 @@ class Attempt(RecordModel):
     best_speedup_after: float | None = None
     """Campaign best speedup after this attempt."""
     started_at: str
-    """ISO time the evaluation started."""
+    """ISO time the evaluation started: when the candidate got its first executor slot (a
+    statically blocked proposal: when it was judged)."""
     finished_at: str
     """ISO time it finished."""
     wall_s: float = 0.0

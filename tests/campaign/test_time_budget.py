@@ -2,7 +2,9 @@
 what is left. Real LocalSandbox evaluations of the vector_add sample with a scripted team whose
 candidates are slow enough that the candidate budget alone would take minutes; the asserts are on
 what the campaign recorded (stop reason, deadline, time used, when each attempt started), never
-on how long anything took."""
+on how long anything took. Two agents share one timed slot, so a candidate proposed in time
+waits for the other's evaluation: it is admitted (its `started_at`) only when it gets the slot,
+and turned away unrecorded when the deadline has passed by then."""
 
 from dataclasses import replace
 from datetime import datetime
@@ -26,14 +28,22 @@ TIME_S = 30.0
 SLEEP_S = 0.5  # per call: a candidate takes seconds, 40 of them minutes
 
 
+AGENTS = 2  # in parallel, for one timed slot: one candidate always waits for the other's
+
+
 def _team(first: int) -> list[ScriptedAgent]:
-    sources = [adder(f"t{i}", sleep_s=SLEEP_S) for i in range(first, first + CANDIDATES)]
-    return [ScriptedAgent("slow", sources)]
+    return [
+        ScriptedAgent(
+            f"slow{k}",
+            [adder(f"t{k}_{i}", sleep_s=SLEEP_S) for i in range(first, first + CANDIDATES)],
+        )
+        for k in range(AGENTS)
+    ]
 
 
 def _config(time_s: float, resume: Path | None = None) -> CampaignConfig:
-    cfg = campaign_config(CANDIDATES, CoordinationConfig(memory=False), max_parallel=1)
-    budget = BudgetConfig(candidates=CANDIDATES, max_parallel=1, time_s=time_s)
+    cfg = campaign_config(CANDIDATES, CoordinationConfig(memory=False), max_parallel=AGENTS)
+    budget = BudgetConfig(candidates=CANDIDATES, max_parallel=AGENTS, time_s=time_s)
     return replace(cfg, budget=budget, resume=str(resume) if resume else None)
 
 

@@ -9,7 +9,7 @@ import pytest
 from kernelarc.campaign.device import resolve_device
 from kernelarc.config import ExecutorConfig, SandboxConfig
 from kernelarc.errors import ConfigError
-from kernelarc.executor import make_executor
+from kernelarc.executor import NotAdmitted, make_executor
 from kernelarc.executor.pooled import SCREEN_NOTE
 from kernelarc.problems.files import load_problem
 from kernelarc.schema import EvalRequest, EvalStatus, Solution, TimingConfig
@@ -62,7 +62,22 @@ def test_screen_keeps_a_wrong_kernel_out_of_the_timed_pool() -> None:
         assert (after_wrong.correctness_evaluations, after_wrong.timed_evaluations) == (1, 0)
         assert after_wrong.screened_out == 1
 
-        right = executor.evaluate_candidate(_request("add_return"), timeout_s=300)
+        # Turned away at its slot (the campaign's time budget says no): nothing runs, nothing is
+        # counted, and the slot is free again (one slot per pool: a kept slot would hang below).
+        asked: list[str] = []
+        with pytest.raises(NotAdmitted):
+            executor.evaluate_candidate(
+                _request("add_return"), timeout_s=300, admit=lambda: bool(asked.append("x"))
+            )
+        assert asked == ["x"]
+        turned_away = executor.throughput(wall_s=1.0, candidates=1)
+        assert (turned_away.correctness_evaluations, turned_away.timed_evaluations) == (1, 0)
+
+        # Admitted at both slots: asked once at the screen's, once at the timed one's.
+        right = executor.evaluate_candidate(
+            _request("add_return"), timeout_s=300, admit=lambda: not asked.append("y")
+        )
+        assert asked == ["x", "y", "y"]
         assert _statuses(right.traces) == {EvalStatus.PASSED}
         assert SCREEN_NOTE not in right.sandbox_notes
         # The timed evaluation (not the screen, which skips reference timing) is what comes back.
