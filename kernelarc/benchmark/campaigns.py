@@ -377,6 +377,8 @@ class ProblemResult:
     baseline_wall_s: float
     baselines: list[dict[str, Any]]
     ceiling: dict[str, Any] | None
+    throughput: dict[str, Any] | None = None
+    """The campaign's ThroughputReport (candidates/min, seconds per stage), as JSON."""
 
 
 def run_problem(
@@ -409,6 +411,10 @@ def run_problem(
         f"{summary.passed} passed, {summary.guard_evaluations} guard evaluations, "
         f"{campaign_wall:.0f} s"
     )
+    throughput = summary.throughput
+    if throughput is not None and throughput.stages:
+        spent = ", ".join(f"{k} {v:.1f}" for k, v in throughput.stages.items() if v >= 0.05)
+        log(f"  seconds per stage: {spent}")
     b_started = time.monotonic()
     runs = measure_baselines(
         cfg,
@@ -428,6 +434,7 @@ def run_problem(
         baseline_wall_s=round(time.monotonic() - b_started, 1),
         baselines=[asdict(r) for r in runs],
         ceiling=record.roofline.ceiling.model_dump() if record.roofline else None,
+        throughput=throughput.model_dump(mode="json") if throughput is not None else None,
     )
 
 
