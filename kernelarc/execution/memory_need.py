@@ -17,13 +17,10 @@ Copies per process, for the largest workload (CPU; on CUDA the tensors live on t
   not fit the machine: an infrastructure error, never the candidate's fault.
 """
 
-import math
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelarc.schema import Definition, EvalRequest, TensorSpec, Workload
-from kernelarc.schema.definition import DTYPE_BYTES
+from kernelarc.schema import Definition, EvalRequest, Workload
 
 GIB = 1024**3
 JUDGE_INPUT_COPIES = 6
@@ -40,17 +37,7 @@ def workload_bytes(definition: Definition, workload: Workload) -> tuple[int, int
     Raises:
         ValueError: the workload does not bind the definition's var axes.
     """
-    axes = definition.resolve_axes(workload.axes)
-
-    def total(specs: Iterable[TensorSpec]) -> int:
-        found = 0.0
-        for spec in specs:
-            shape = definition.shape_of(spec, axes)
-            if shape is not None:
-                found += math.prod(shape) * DTYPE_BYTES[spec.dtype]
-        return math.ceil(found)
-
-    return total(definition.inputs.values()), total(definition.outputs.values())
+    return definition.tensor_bytes(workload.axes)
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,20 @@ class RunResult:
     """Judge-side CPU time spent mapping and copying IPC outputs."""
 
 
+@dataclass
+class PendingRun:
+    """A `run` request sent to a worker and not yet answered (`WorkerClient.start_run`)."""
+
+    workload: int
+    inputs: Sequence[Any]
+    shared: bool
+    """The inputs went by CUDA IPC."""
+    staged: list[Any]
+    """The judge's staged copies the worker maps: kept alive until it answered."""
+    pack_s: float
+    cpu_before: float | None
+
+
 _REPLY_HEADER_ONLY = 0
 _TREE_PASSES = 50
 #: How long `stop()` waits for the killed tree to be reaped (a subreaper or the namespace's init
@@ -159,6 +173,11 @@ class WorkerClient:
         When sharing fails either way (the worker cannot map the inputs, or its output
         descriptors cannot be read) sharing is turned off and the call repeated with copies.
         """
+        return self.finish_run(self.start_run(workload, inputs), max_blob)
+
+    def start_run(self, workload: int, inputs: Sequence[Any]) -> "PendingRun":
+        """The first half of `run`: send the request and return at once, so that several
+        workers can work at the same time (`finish_run` collects the answer)."""
         started = time.thread_time()  # CPU time: preemption on a loaded host is not counted
         header: dict[str, Any] = {"kind": "run", "workload": workload}
         blob: Blob = b""
@@ -174,12 +193,18 @@ class WorkerClient:
         pack_s = time.thread_time() - started
         cpu_before = self.cpu_time_s()
         self._send(header, blob)
+        return PendingRun(workload, inputs, "shared" in header, staged, pack_s, cpu_before)
+
+    def finish_run(self, pending: "PendingRun", max_blob: int) -> RunResult:
+        """The second half of `run`: wait for the worker's answer to `pending`."""
         reply, out, elapsed = self._receive(("run",), max_blob)
         cpu_after = self.cpu_time_s()
-        if reply.ipc_failed and "shared" in header:
+        if reply.ipc_failed and pending.shared:
             self._stop_sharing(f"the worker could not map the shared inputs: {reply.error}")
-            return self.run(workload, inputs, max_blob)
-        del staged  # the worker is done with them (the allocator keeps them until it unmapped)
+            return self.run(pending.workload, pending.inputs, max_blob)
+        pending.staged.clear()  # the worker is done with them (the allocator keeps them until
+        # it unmapped)
+        cpu_before = pending.cpu_before
         cpu_s = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
         values = None
         unpack_s = 0.0
@@ -191,13 +216,13 @@ class WorkerClient:
             except Exception as exc:
                 why = f"outputs shared by IPC could not be read ({type(exc).__name__}: {exc})"
                 self._stop_sharing(f"{why}; the call was repeated with copies")
-                return self.run(workload, inputs, max_blob)
+                return self.run(pending.workload, pending.inputs, max_blob)
             unpack_s = time.thread_time() - started
         return RunResult(
             reply=reply,
             blob=out,
             round_trip_s=elapsed,
-            pack_s=pack_s,
+            pack_s=pending.pack_s,
             cpu_s=cpu_s,
             values=values,
             unpack_s=unpack_s,

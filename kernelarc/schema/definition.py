@@ -1,6 +1,7 @@
 """The SOL-ExecBench `definition.json` model: axes, tensor specs and the reference program."""
 
 import ast
+import math
 from enum import StrEnum
 from typing import Annotated, Literal
 
@@ -232,3 +233,22 @@ class Definition(WireModel):
         return tuple(
             d if isinstance(d, int) else int(d) if d.isdigit() else axes[d] for d in spec.shape
         )
+
+    def tensor_bytes(self, bound: dict[str, int]) -> tuple[int, int]:
+        """(input bytes, output bytes) of the tensors under a workload's var-axis values
+        (scalars count 0).
+
+        Raises:
+            ValueError: `bound` does not bind the definition's var axes.
+        """
+        axes = self.resolve_axes(bound)
+
+        def total(specs: list[TensorSpec]) -> int:
+            found = 0.0
+            for spec in specs:
+                shape = self.shape_of(spec, axes)
+                if shape is not None:
+                    found += math.prod(shape) * DTYPE_BYTES[spec.dtype]
+            return math.ceil(found)
+
+        return total(list(self.inputs.values())), total(list(self.outputs.values()))

@@ -4,6 +4,7 @@ later one (a new sandbox, as in a later campaign) starts with them, a poisoned e
 and warmed again, and the warm-up changes no verdict. The candidate is a stand-in JIT compiler
 (tests/samples/kernels/add_fake_jit.py) so no test waits for a real compile."""
 
+import os
 import sys
 from pathlib import Path
 
@@ -13,7 +14,12 @@ from kernelarc.execution import LocalSandbox
 from kernelarc.execution.build_cache import cache_key
 from kernelarc.execution.jit_cache import FILES, may_jit
 from kernelarc.problems.files import load_problem
-from kernelarc.schema import EvalRequest, EvalResult, EvalStatus, Solution, TimingConfig
+from kernelarc.runner.jit_warmup import (
+    MAX_WARM_UP_WORKERS,
+    WARM_UP_PARALLEL_BYTES_CPU,
+    warm_up_workers,
+)
+from kernelarc.schema import EvalRequest, EvalResult, EvalStatus, Solution, TimingConfig, Workload
 
 pytestmark = pytest.mark.slow
 
@@ -62,6 +68,21 @@ def _passed(result: EvalResult) -> bool:
     )
 
 
+def _cores() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+def test_how_many_workers_warm_the_caches_at_once() -> None:
+    two = _fake_jit()  # vector_add: two small workloads
+    assert warm_up_workers(two) == min(2, _cores())
+    assert warm_up_workers(two.model_copy(update={"workloads": two.workloads[:1]})) == 1
+    many = two.model_copy(update={"workloads": [two.workloads[1]] * 9, "device": "cuda"})
+    assert warm_up_workers(many) == min(MAX_WARM_UP_WORKERS, _cores())
+    # Workloads too large to hold twice at once are warmed one after the other.
+    huge = Workload(uuid="huge", axes={"N": WARM_UP_PARALLEL_BYTES_CPU // 8})
+    assert warm_up_workers(two.model_copy(update={"workloads": [huge, huge]})) == 1
+
+
 def test_which_candidates_may_jit() -> None:
     plain = _request("def run(x, y):\n    return x + y\n")
     assert not may_jit(plain)  # CPU: Triton is interpreted, nothing to keep
@@ -74,9 +95,10 @@ def test_a_candidate_starts_with_its_compiled_kernels_the_second_time(tmp_path: 
     assert _passed(first), first.traces
     assert "JIT cache: stored 2 files" in first.sandbox_notes and not first.jit_cache_hit
     assert first.stage_s.get("jit_warm_up", 0.0) > 0
-    # Compiled once, by the warm-up worker; the evaluation's workers found it, and never saw
-    # the warm-up's inputs.
-    assert first.stderr_tail.count("FAKE-JIT: compiled") == 1
+    # Compiled by the warm-up workers only (one per workload, at the same time: once or twice);
+    # the evaluation's workers found it, and never saw the warm-up's inputs.
+    compiled = first.stderr_tail.count("FAKE-JIT: compiled")
+    assert 1 <= compiled <= warm_up_workers(_fake_jit()) == min(2, _cores())
     assert "FAKE-JIT: found b'compiled kernel'" in first.stderr_tail
     assert "compile-time inputs" not in first.stderr_tail
 

@@ -14,11 +14,19 @@ SEEN = CACHE / "fake" / "first_inputs.pt"
 STATE = {"reported": False}
 
 
+def _write_atomically(path: Path, write) -> None:
+    # Warm-up workers may compile at the same time (one per workload): like a real JIT cache,
+    # each entry appears whole or not at all.
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    write(temporary)
+    os.replace(temporary, path)
+
+
 def run(x, y):
     if not KERNEL.exists():
         KERNEL.parent.mkdir(parents=True, exist_ok=True)
-        KERNEL.write_bytes(b"compiled kernel")
-        torch.save(x, SEEN)
+        _write_atomically(SEEN, lambda p: torch.save(x, p))
+        _write_atomically(KERNEL, lambda p: p.write_bytes(b"compiled kernel"))
         sys.stderr.write("FAKE-JIT: compiled\n")
         return x + y
     if not STATE["reported"]:
