@@ -40,7 +40,7 @@ from kernelarc.campaign.run_record import (
 from kernelarc.campaign.time_budget import TimeBudget
 from kernelarc.config import CampaignConfig
 from kernelarc.errors import KernelarcError
-from kernelarc.executor import Admit, Executor, NotAdmitted, make_executor
+from kernelarc.executor import Admit, Executor, NotAdmitted, Priority, make_executor
 from kernelarc.guard import (
     Challenge,
     Score,
@@ -269,6 +269,7 @@ def run_campaign(
     )
     worker.on_progress = on_progress
     worker.on_idle = on_idle
+    worker.team_order = {agent.name: i for i, agent in enumerate(team)}
     threads = [
         threading.Thread(target=worker.run, args=(agent,), name=f"agent-{agent.name}", daemon=True)
         for agent in team
@@ -396,6 +397,8 @@ class _AgentWorker:
         self.on_attempt = on_attempt
         self.on_progress: StateCallback | None = None
         self.on_idle: IdleCallback | None = None
+        self.team_order: dict[str, int] = {}
+        """Each agent's place in the team: the second key of its candidates' slot priority."""
         self.coordinator = coordinator
         # Proposal concurrency, separate from the evaluation slots above.
         limit = cfg.budget.max_proposing
@@ -424,6 +427,7 @@ class _AgentWorker:
     def _run(self, agent: Agent) -> None:
         duplicates = 0
         proposed = 0
+        taken = 0  # this agent's candidates that took a budget slot so far
         while True:
             with self.state.lock:
                 if self.state.aborted or self.state.reserved >= self.state.budget:
@@ -474,8 +478,12 @@ class _AgentWorker:
                 self.coordinator.accepted(proposal)
                 self.state.drafts += int(proposal.draft)
             candidate_since = time.monotonic()
+            # Breadth-first in team order at the slots (turn_order.py): every agent's n-th
+            # candidate before any agent's (n+1)-th.
+            priority = (taken, self.team_order.get(agent.name, len(self.team_order)))
+            taken += 1
             try:
-                attempt = self._screen_evaluate_and_record(proposal, ordinal)
+                attempt = self._screen_evaluate_and_record(proposal, ordinal, priority)
             except NotAdmitted:
                 with self.state.lock:
                     self._withdraw(proposal)
@@ -575,11 +583,13 @@ class _AgentWorker:
             allowance_s=self.cfg.eval.hang_allowance_s,
         )
 
-    def _evaluate_candidate(self, request: EvalRequest, admit: Admit) -> EvalResult:
-        """A candidate's own evaluation (screen, then timed), admitted at each slot by `admit`;
-        raises SandboxError or NotAdmitted."""
+    def _evaluate_candidate(
+        self, request: EvalRequest, admit: Admit, priority: Priority
+    ) -> EvalResult:
+        """A candidate's own evaluation (screen, then timed), admitted at each slot by `admit`,
+        waiting there by `priority`; raises SandboxError or NotAdmitted."""
         return self.executor.evaluate_candidate(
-            request, timeout_s=self.cfg.eval.timeout_s, admit=admit
+            request, timeout_s=self.cfg.eval.timeout_s, admit=admit, priority=priority
         )
 
     def _evaluate(self, request: EvalRequest) -> EvalResult:
@@ -589,7 +599,9 @@ class _AgentWorker:
             request, timeout_s=self.cfg.eval.timeout_s, kind="timed", stage="guard"
         )
 
-    def _screen_evaluate_and_record(self, proposal: Proposal, ordinal: int) -> Attempt:
+    def _screen_evaluate_and_record(
+        self, proposal: Proposal, ordinal: int, priority: Priority = ()
+    ) -> Attempt:
         started = utc_now()
         t0 = time.monotonic()
         findings = scan_solution(proposal.solution)
@@ -608,7 +620,8 @@ class _AgentWorker:
         admitted: list[str] = []
 
         def evaluate(request: EvalRequest) -> EvalResult:
-            return self._evaluate_candidate(request, functools.partial(self._admit, admitted))
+            admit = functools.partial(self._admit, admitted)
+            return self._evaluate_candidate(request, admit, priority)
 
         done = evaluate_retrying(evaluate, request, self.cfg.guard.infra_retries)
         started = admitted[0] if admitted else started

@@ -6,9 +6,10 @@ asks it, under the state lock, before it proposes (`expired`), before a proposal
 budget slot (`fits`), and again when the candidate reaches each executor slot (screen, timing:
 `Executor.evaluate_candidate`'s `admit`), because a candidate proposed in time may wait there
 behind others until after the deadline; a proposal that does not fit is dropped unrecorded (a
-resume may propose it again). What counts as "fits": the candidate's expected duration, the mean of this campaign's
-finished candidates (screen, timed evaluation and guard runs included; 0 before the first),
-ends before the deadline. So the guard's own evaluations are budgeted with their candidate.
+resume may propose it again). What counts as "fits": the candidate's expected duration, the
+mean of this campaign's finished candidates (screen, timed evaluation and guard runs included;
+0 before the first), ends before the deadline. So the guard's own evaluations are budgeted
+with their candidate.
 
 An evaluation in flight at the deadline is finished, its guard runs included, and recorded; it is
 not cut: a cut candidate would have no verdict, its work would be lost, and a resume would

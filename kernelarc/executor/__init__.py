@@ -13,10 +13,19 @@ from typing import Literal, Protocol
 
 from kernelarc.config import ExecutorConfig, SandboxConfig
 from kernelarc.errors import ConfigError
+from kernelarc.executor.turn_order import Priority
 from kernelarc.schema import EvalRequest, EvalResult
 from kernelarc.schema.throughput import ThroughputReport
 
-__all__ = ["EXECUTOR_KINDS", "Admit", "EvalKind", "Executor", "NotAdmitted", "make_executor"]
+__all__ = [
+    "EXECUTOR_KINDS",
+    "Admit",
+    "EvalKind",
+    "Executor",
+    "NotAdmitted",
+    "Priority",
+    "make_executor",
+]
 
 EXECUTOR_KINDS = ("local", "ray")
 
@@ -58,12 +67,19 @@ class Executor(Protocol):
         ...
 
     def evaluate_candidate(
-        self, request: EvalRequest, *, timeout_s: float, admit: Admit | None = None
+        self,
+        request: EvalRequest,
+        *,
+        timeout_s: float,
+        admit: Admit | None = None,
+        priority: Priority = (),
     ) -> EvalResult:
         """A new candidate's first evaluation: screened in the correctness pool when there is one
         (a failure is final, and never waits for a timed slot), then timed. `admit` is asked at
         each slot the candidate reaches (screen, then timing); raises NotAdmitted when it says
-        no, SandboxError on an infrastructure failure."""
+        no, SandboxError on an infrastructure failure. Waiters for a slot are served by
+        `priority` (lower first, then arrival: `turn_order.py`); `evaluate` (the guard's runs)
+        comes before every candidate."""
         ...
 
     def prepare(self, *, timeout_s: float, problem_dir: str | None) -> None:

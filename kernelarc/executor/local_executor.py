@@ -5,16 +5,15 @@ slot), so timed evaluations never share a GPU and a screen never waits behind ti
 """
 
 import logging
-import queue
 import time
 from dataclasses import dataclass
 
 from kernelarc.config import ExecutorConfig, SandboxConfig
 from kernelarc.execution import Sandbox, make_sandbox
-from kernelarc.executor import Admit
 from kernelarc.executor.accounting import eval_timing
-from kernelarc.executor.pooled import Pool, PooledExecutor, check_admission
+from kernelarc.executor.pooled import Pool, PooledExecutor, Turn, check_admission
 from kernelarc.executor.slot_plan import plan_slots, visible_gpus
+from kernelarc.executor.turn_order import SlotQueue
 from kernelarc.schema import EvalRequest, EvalResult
 
 logger = logging.getLogger(__name__)
@@ -44,10 +43,10 @@ class LocalExecutor(PooledExecutor):
         )
         super().__init__("local", device, len(plan.timed), len(plan.correctness), cfg.screen)
         self._all: list[_Slot] = []
-        self._pools: dict[Pool, queue.Queue[_Slot]] = {}
+        self._pools: dict[Pool, SlotQueue[_Slot]] = {}
         try:
             for pool, gpus in (("timed", plan.timed), ("correctness", plan.correctness)):
-                self._pools[pool] = queue.Queue()
+                self._pools[pool] = SlotQueue()
                 for gpu in gpus:
                     options = sandbox.options()
                     if gpu is not None:
@@ -72,13 +71,14 @@ class LocalExecutor(PooledExecutor):
         request: EvalRequest,
         timeout_s: float,
         stage: str,
-        admit: Admit | None = None,
+        turn: Turn | None = None,
     ) -> EvalResult:
+        turn = turn or Turn()
         slots = self._pools[pool]
         submitted = time.monotonic()
-        slot = slots.get()
+        slot = slots.get(turn.priority)
         try:
-            check_admission(admit)
+            check_admission(turn.admit)
         except BaseException:
             slots.put(slot)
             raise

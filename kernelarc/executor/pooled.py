@@ -12,6 +12,7 @@ evaluation finds it built. Docs: docs/architecture.md.
 """
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 
 from kernelarc.executor import Admit, EvalKind, NotAdmitted
 from kernelarc.executor.accounting import ThroughputMeter
@@ -21,6 +22,7 @@ from kernelarc.executor.screen_plan import (
     screening_request,
     timed_after_screen,
 )
+from kernelarc.executor.turn_order import GUARD_PRIORITY, Priority
 from kernelarc.schema import EvalRequest, EvalResult, EvalStatus
 from kernelarc.schema.throughput import ThroughputReport
 
@@ -29,6 +31,7 @@ __all__ = [
     "NotAdmitted",
     "Pool",
     "PooledExecutor",
+    "Turn",
     "check_admission",
     "passed",
     "screening_request",
@@ -42,6 +45,15 @@ def passed(result: EvalResult) -> bool:
     return bool(result.traces) and all(
         t.evaluation is not None and t.evaluation.status == EvalStatus.PASSED for t in result.traces
     )
+
+
+@dataclass(frozen=True)
+class Turn:
+    """How a candidate's evaluation takes its slots: its priority among the waiters, and the
+    admission check it must pass once it holds one."""
+
+    admit: Admit | None = None
+    priority: Priority = GUARD_PRIORITY
 
 
 def check_admission(admit: Admit | None) -> None:
@@ -81,19 +93,25 @@ class PooledExecutor(ABC):
         return self._run(pool, request, timeout_s, stage)
 
     def evaluate_candidate(
-        self, request: EvalRequest, *, timeout_s: float, admit: Admit | None = None
+        self,
+        request: EvalRequest,
+        *,
+        timeout_s: float,
+        admit: Admit | None = None,
+        priority: Priority = GUARD_PRIORITY,
     ) -> EvalResult:
         """Screen (when there is a correctness pool and screening is on), then time; `admit` is
-        asked at each slot (raises NotAdmitted)."""
+        asked at each slot (raises NotAdmitted); `priority` orders the waiters for a slot."""
+        turn = Turn(admit, priority)
         if not self.screens:
-            return self._run("timed", request, timeout_s, "timing", admit)
+            return self._run("timed", request, timeout_s, "timing", turn)
         screened = screening_request(request)
-        screen = self._run("correctness", screened, timeout_s, "screen", admit)
+        screen = self._run("correctness", screened, timeout_s, "screen", turn)
         if not passed(screen):
             self.meter.count_screened_out()
             notes = [*screen.sandbox_notes, SCREEN_NOTE]
             return screen.model_copy(update={"sandbox_notes": notes})
-        timed = self._run("timed", timed_after_screen(request), timeout_s, "timing", admit)
+        timed = self._run("timed", timed_after_screen(request), timeout_s, "timing", turn)
         return merge_screen_correctness(timed, screen)
 
     @abstractmethod
@@ -113,11 +131,12 @@ class PooledExecutor(ABC):
         request: EvalRequest,
         timeout_s: float,
         stage: str,
-        admit: Admit | None = None,
+        turn: Turn | None = None,
     ) -> EvalResult:
-        """Run `request` in a slot of `pool`, recording an EvalTiming under `stage` (`screen`,
-        `timing` or `guard`); with the slot held, `check_admission(admit)` first (a turned-away
-        request records nothing and frees the slot); raises SandboxError or NotAdmitted."""
+        """Run `request` in a slot of `pool` (waiters served by `turn.priority`), recording an
+        EvalTiming under `stage` (`screen`, `timing` or `guard`); with the slot held,
+        `check_admission(turn.admit)` first (a turned-away request records nothing and frees
+        the slot); raises SandboxError or NotAdmitted."""
 
     @abstractmethod
     def close(self) -> None:

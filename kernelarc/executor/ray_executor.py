@@ -23,10 +23,10 @@ import ray.exceptions
 from kernelarc.config import ExecutorConfig, SandboxConfig
 from kernelarc.errors import ConfigError, KernelarcError, SandboxError
 from kernelarc.execution import make_sandbox
-from kernelarc.executor import Admit
 from kernelarc.executor.accounting import eval_timing
-from kernelarc.executor.pooled import Pool, PooledExecutor, check_admission
+from kernelarc.executor.pooled import Pool, PooledExecutor, Turn, check_admission
 from kernelarc.executor.slot_plan import plan_actors
+from kernelarc.executor.turn_order import GUARD_PRIORITY, Priority, TurnOrder
 from kernelarc.schema import EvalRequest, EvalResult
 
 logger = logging.getLogger(__name__)
@@ -107,6 +107,7 @@ class _ActorPool:
         self._args = args
         self._startup_timeout_s = startup_timeout_s
         self._cond = threading.Condition()
+        self._turns = TurnOrder(self._cond)
         self._idle: list[_Actor] = []
         self._prepare: tuple[float, str | None] | None = None
         """`EvalActor.prepare`'s arguments once the executor was prepared (replacements too)."""
@@ -140,20 +141,20 @@ class _ActorPool:
         pairs = zip(handles, infos, strict=True)
         return [_Actor(h, i["pid"], i["node"], i["gpu"]) for h, i in pairs]
 
-    def acquire(self) -> _Actor:
+    def acquire(self, priority: Priority = GUARD_PRIORITY) -> _Actor:
+        """An idle actor, once every waiter before this one (`TurnOrder`) was served."""
         with self._cond:
-            while not self._idle:
-                if not self.members:
-                    msg = f"every {self.name} actor was lost and none could be replaced"
-                    raise SandboxError(msg)
-                self._cond.wait()
+            self._turns.wait_turn(priority, lambda: bool(self._idle) or not self.members)
+            if not self.members:
+                msg = f"every {self.name} actor was lost and none could be replaced"
+                raise SandboxError(msg)
             return self._idle.pop()
 
     def release(self, actor: _Actor) -> None:
         with self._cond:
             if actor in self.members:
                 self._idle.append(actor)
-            self._cond.notify()
+            self._cond.notify_all()
 
     def replace(self, actor: _Actor) -> _Actor:
         """Kill `actor` (if still alive) and start a fresh one in its place.
@@ -271,14 +272,15 @@ class RayExecutor(PooledExecutor):
         request: EvalRequest,
         timeout_s: float,
         stage: str,
-        admit: Admit | None = None,
+        turn: Turn | None = None,
     ) -> EvalResult:
+        turn = turn or Turn()
         actors = self._pools[pool]
         payload = request.model_dump_json()
         submitted = time.monotonic()
-        actor = actors.acquire()
+        actor = actors.acquire(turn.priority)
         try:
-            check_admission(admit)
+            check_admission(turn.admit)
         except BaseException:
             actors.release(actor)
             raise
