@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from kernelarc.reference_ops import uses_operations
 from kernelarc.schema import Definition, DType, TensorSpec
 from kernelarc.schema.axes import AxisExpressionError
 
@@ -27,7 +28,8 @@ _FLOAT_LITERAL = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 _EPS_RE = re.compile(
     r"\b(?:\w*_)?eps(?:ilon)?\s*(?::\s*float\s*)?=\s*(?:float\()?" + _FLOAT_LITERAL, re.IGNORECASE
 )
-_MATMUL_RE = re.compile(r"@|\bmatmul\b|\bmm\b|\blinear\b|\baddmm\b")
+_GEMM_CALLS = frozenset({"matmul", "mm", "linear", "Linear", "addmm"})
+"""The matrix products the GEMM template serves (besides the `@` operator)."""
 #: Calls a GEMM reference may not make: the template computes matmul, bias and one activation.
 _GEMM_FOREIGN_RE = re.compile(
     r"\b(softmax|log_softmax|layer_norm|rms_norm|dropout|sigmoid|tanh|exp|sqrt|rsqrt|norm|"
@@ -271,7 +273,7 @@ def match_gemm_epilogue(definition: Definition) -> TemplateMatch | str:
     if why:
         return why
     reference = definition.reference
-    if not _MATMUL_RE.search(reference):
+    if not uses_operations(reference, _GEMM_CALLS):
         return "the reference has no matrix product (@, matmul, mm, linear, addmm)"
     foreign = _GEMM_FOREIGN_RE.search(_code_only(reference))
     if foreign:

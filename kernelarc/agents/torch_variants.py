@@ -18,15 +18,14 @@ empty and both agents say they do not apply. The all-default setting (the refere
 never a candidate: the compiler agent already proposes it.
 """
 
-import re
 from collections.abc import Mapping
 
 from kernelarc.agents.knob_search import KnobSpace, KnobValue
 from kernelarc.agents.triton_templates import TemplateMatch, match_template
 from kernelarc.problems.files import Problem
+from kernelarc.reference_ops import CONV_NAMES, MATMUL_NAMES, uses_operations
 from kernelarc.schema import Definition, DType
 
-_MATMUL = re.compile(r"@|\bmatmul\b|\bmm\b|\bbmm\b|\blinear\b|\beinsum\b|\baddmm\b|\bconv\w*d\b")
 GEMM_FAMILY = "gemm_epilogue"
 """The template family whose match gives the GEMM's roles (a, b, bias) and epilogue."""
 #: The template's ACTIVATION codes (template_matchers.find_activation) and the torch call of each.
@@ -61,10 +60,7 @@ def has_matmul(definition: Definition) -> bool:
     """op_type gemm/matmul/linear, or a reference that multiplies matrices or convolves."""
     if (definition.op_type or "").lower() in ("gemm", "matmul", "linear", "conv"):
         return True
-    code = "\n".join(
-        line for line in definition.reference.splitlines() if not line.lstrip().startswith("@")
-    )
-    return _MATMUL.search(code) is not None
+    return uses_operations(definition.reference, MATMUL_NAMES | CONV_NAMES)
 
 
 def torch_space(problem: Problem, device: str) -> tuple[KnobSpace, TemplateMatch | None] | str:

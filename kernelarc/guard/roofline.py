@@ -11,9 +11,9 @@ reference using `@`, `matmul`, `mm`, `linear`, `einsum`), else 0.
 """
 
 import math
-import re
 from dataclasses import dataclass
 
+from kernelarc.reference_ops import MATMUL_NAMES, uses_operations
 from kernelarc.schema import Definition, DType, TensorSpec, Workload
 from kernelarc.schema.definition import DTYPE_BYTES
 from kernelarc.schema.guard_record import RooflineBound
@@ -25,8 +25,6 @@ _RATE_MULTIPLIER: dict[DType, float] = {
     DType.FLOAT4_E2M1: 4.0,
     DType.FLOAT4_E2M1FN_X2: 4.0,
 }
-
-_MATMUL_PATTERN = re.compile(r"@|\bmatmul\b|\bmm\b|\bbmm\b|\blinear\b|\beinsum\b|\baddmm\b")
 
 
 @dataclass(frozen=True)
@@ -51,10 +49,7 @@ def is_matmul_like(definition: Definition) -> bool:
     """op_type gemm, or a reference that multiplies matrices."""
     if (definition.op_type or "").lower() in ("gemm", "matmul", "linear"):
         return True
-    code = "\n".join(
-        line for line in definition.reference.splitlines() if not line.lstrip().startswith("@")
-    )  # decorators are not matmuls
-    return _MATMUL_PATTERN.search(code) is not None
+    return uses_operations(definition.reference, MATMUL_NAMES)
 
 
 def matmul_flops(definition: Definition, axes: dict[str, int]) -> float:
