@@ -29,12 +29,12 @@ _REFERENCE = (
     "    inv = torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + 1e-6)\n"
     "    return (xf * inv * weight.float()).to(torch.bfloat16)\n\n\n"
 )
-# Slow by waiting (250 ms, far above CPU timing noise), not by computing: the runner's timing
-# plausibility check judges a waiting kernel by its (small) CPU time.
+# Slow by waiting (50 ms, far above CPU timing noise for these small shapes), not by computing:
+# the runner's timing plausibility check judges a waiting kernel by its (small) CPU time.
 SLOW = (
     "import time\n\n"
     + _REFERENCE
-    + ("def run(x, weight):\n    time.sleep(0.25)\n    return _rmsnorm(x, weight)\n")
+    + ("def run(x, weight):\n    time.sleep(0.05)\n    return _rmsnorm(x, weight)\n")
 )
 FAST = _REFERENCE + "def run(x, weight):\n    return _rmsnorm(x, weight)\n"
 HOSTILE = "import subprocess\n\n\n" + FAST
