@@ -20,10 +20,14 @@ top of conf/): 3 correctness rounds, guard re-timing 1-3 rounds, tracking off; c
 import argparse
 import logging
 import sys
-import time
-from pathlib import Path
 
-from kernelarc.benchmark.campaigns import BenchSettings, default_problems, run_bench
+from kernelarc.benchmark.campaigns import default_problems, run_bench
+from kernelarc.benchmark.cli_options import (
+    add_campaign_options,
+    add_output_options,
+    settings_from_args,
+    workload_file,
+)
 from kernelarc.campaign.device import resolve_device
 from kernelarc.errors import KernelarcError
 
@@ -34,18 +38,8 @@ def _parser() -> argparse.ArgumentParser:
         epilog="\n\n".join(__doc__.split("\n\n")[1:]) if __doc__ else None,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     parser.add_argument("--problems", help="comma-separated built-in names (default: all)")
-    parser.add_argument(
-        "--workloads",
-        help="workload file (default: workload_gpu.jsonl on cuda, else workload.jsonl)",
-    )
-    parser.add_argument(
-        "--max-workloads", type=int, default=0, help="keep the last N (largest) workloads; 0 = all"
-    )
-    parser.add_argument("--budget", type=int, default=64, help="candidates per problem")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--correctness-rounds", type=int, default=3)
+    add_campaign_options(parser, default_device="auto", default_budget=64)
     parser.add_argument(
         "--campaign-time-s",
         type=float,
@@ -62,22 +56,7 @@ def _parser() -> argparse.ArgumentParser:
         help="no problem starts after this; each campaign gets a fair share of what is left "
         "(default: 660 on cuda, none on cpu; 0 = none)",
     )
-    parser.add_argument(
-        "--baseline-rounds",
-        type=int,
-        default=2,
-        help="evaluations of each baseline and of the fastest compile variant (>= 2 for a CI)",
-    )
-    parser.add_argument("--out", type=Path, help="output dir (default outputs/bench/<time>)")
-    parser.add_argument("--json", type=Path, help="JSON path (default OUT/bench.json)")
-    parser.add_argument("--markdown", type=Path, help="markdown path (default OUT/bench.md)")
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="extra campaign override, e.g. --set guard.max_repeats=8 (repeatable)",
-    )
+    add_output_options(parser, name="bench")
     return parser
 
 
@@ -87,28 +66,18 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         device = resolve_device(args.device)
-        workloads = args.workloads or (
-            "workload_gpu.jsonl" if device == "cuda" else "workload.jsonl"
-        )
+        workloads = workload_file(args, device)
         problems = args.problems.split(",") if args.problems else default_problems(workloads)
         on_gpu = device == "cuda"
         campaign_time = args.campaign_time_s
         total_time = args.total_time_s
-        settings = BenchSettings(
+        settings = settings_from_args(
+            args,
+            name="bench",
             device=device,
             problems=problems,
-            workloads=workloads,
-            out=args.out or Path("outputs/bench") / time.strftime("%Y-%m-%d_%H-%M-%S"),
-            budget=args.budget,
-            seed=args.seed,
-            max_workloads=args.max_workloads,
-            correctness_rounds=args.correctness_rounds,
             campaign_time_s=(90.0 if on_gpu else 0.0) if campaign_time is None else campaign_time,
             total_time_s=(660.0 if on_gpu else 0.0) if total_time is None else total_time,
-            overrides=list(args.set),
-            json_path=args.json,
-            markdown_path=args.markdown,
-            baseline_rounds=max(1, args.baseline_rounds),
         )
         run_bench(settings, [sys.executable, *sys.argv] if argv is None else ["bench", *argv])
     except KernelarcError as exc:

@@ -20,10 +20,14 @@ problem starts after --total-time-s, and those are listed as not reached. Tracki
 import argparse
 import logging
 import sys
-import time
 from pathlib import Path
 
-from kernelarc.benchmark.campaigns import BenchSettings, run_bench
+from kernelarc.benchmark.campaigns import run_bench
+from kernelarc.benchmark.cli_options import (
+    add_campaign_options,
+    add_output_options,
+    settings_from_args,
+)
 from kernelarc.benchmark.suite import find_problem_dirs, write_suite
 from kernelarc.campaign.device import resolve_device
 from kernelarc.errors import ConfigError, KernelarcError
@@ -38,16 +42,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "dirs", nargs="+", type=Path, metavar="DIR", help="problem dir(s) or dirs of them"
     )
-    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="cuda")
-    parser.add_argument(
-        "--workloads",
-        help="workload file of each problem "
-        "(default: workload_gpu.jsonl on cuda, else workload.jsonl)",
+    add_campaign_options(
+        parser,
+        default_device="cuda",
+        default_budget=16,
+        workloads_help="workload file of each problem",
     )
-    parser.add_argument(
-        "--max-workloads", type=int, default=0, help="keep the last N (largest) workloads; 0 = all"
-    )
-    parser.add_argument("--budget", type=int, default=16, help="candidates per problem")
     parser.add_argument(
         "--problem-time-s",
         type=float,
@@ -61,29 +61,12 @@ def _parser() -> argparse.ArgumentParser:
         default=0.0,
         help="no problem starts after this; each gets a fair share of what is left; 0 = none",
     )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--correctness-rounds", type=int, default=3)
     parser.add_argument(
         "--baselines",
         help="comma-separated torch.compile variants to measure after each campaign, or 'none' "
         "(default: compile-default and max-autotune)",
     )
-    parser.add_argument(
-        "--baseline-rounds",
-        type=int,
-        default=2,
-        help="evaluations of each baseline and of the fastest compile variant (>= 2 for a CI)",
-    )
-    parser.add_argument("--out", type=Path, help="output dir (default outputs/suite/<time>)")
-    parser.add_argument("--json", type=Path, help="JSON path (default OUT/suite.json)")
-    parser.add_argument("--markdown", type=Path, help="markdown path (default OUT/suite.md)")
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="extra campaign override, e.g. --set guard.max_repeats=8 (repeatable)",
-    )
+    add_output_options(parser, name="suite")
     return parser
 
 
@@ -104,26 +87,15 @@ def main(argv: list[str] | None = None) -> int:
             msg = "--budget and --baseline-rounds must be at least 1"
             raise ConfigError(msg)
         device = resolve_device(args.device)
-        workloads = args.workloads or (
-            "workload_gpu.jsonl" if device == "cuda" else "workload.jsonl"
-        )
         problems = find_problem_dirs(args.dirs)
-        settings = BenchSettings(
+        settings = settings_from_args(
+            args,
+            name="suite",
             device=device,
             problems=[str(p) for p in problems],
-            workloads=workloads,
-            out=args.out or Path("outputs/suite") / time.strftime("%Y-%m-%d_%H-%M-%S"),
-            budget=args.budget,
-            seed=args.seed,
-            max_workloads=args.max_workloads,
-            correctness_rounds=args.correctness_rounds,
             campaign_time_s=args.problem_time_s,
             total_time_s=args.total_time_s,
-            overrides=list(args.set),
-            json_path=args.json,
-            markdown_path=args.markdown,
             baselines=_baselines(args.baselines),
-            baseline_rounds=args.baseline_rounds,
         )
         command = [sys.executable, *sys.argv] if argv is None else ["bench_suite", *argv]
         run_bench(settings, command, writer=write_suite)

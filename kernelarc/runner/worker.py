@@ -235,29 +235,55 @@ def _handle_run(worker: _Worker, index: int, blob: Blob, shared: Any = None) -> 
     _send_outputs(worker, outputs, shared is not None, output_types=types, mutated_inputs=mutated)
 
 
-def _handle_time(worker: _Worker, header: dict[str, Any]) -> None:
+def _input_pool(worker: _Worker, workload: Workload, calls: int) -> ShiftingInputPool:
+    """Shifted copies of the last run's inputs for `calls` timed or warm-up calls, each at its own
+    address, so no call reads what an earlier one left in cache; a destination-passing solution
+    also gets its outputs allocated here once, outside the timed calls. Shared by `time` and
+    `time_block` so both time the candidate on the same kind of pool."""
     req = worker.request
+    outputs = (
+        allocate_outputs(req.definition, workload, req.device)
+        if req.solution.spec.destination_passing_style
+        else []
+    )
+    return ShiftingInputPool(worker.last_inputs, outputs, calls)
+
+
+def _measure(
+    worker: _Worker,
+    pool: ShiftingInputPool,
+    header: dict[str, Any],
+    *,
+    warmup: int,
+    iterations: int,
+    method: str | None = None,
+    core: int | None = None,
+) -> timing.LatencySamples:
+    """Time the candidate on `pool` with the judge's L2-flush and CPU time-budget settings from
+    the request `header`; `time` and `time_block` differ only in what they pass here (the
+    block's clock method and timing core; a plain `time` lets `measure_latency` choose)."""
+    return timing.measure_latency(
+        worker.entry,
+        pool.next_args,
+        device=worker.request.device,
+        warmup=warmup,
+        iterations=iterations,
+        flush_l2=bool(header["flush_l2"]),
+        method=method,
+        budget_s=header.get("budget_s"),
+        core=core,
+    )
+
+
+def _handle_time(worker: _Worker, header: dict[str, Any]) -> None:
     workload = worker.last_workload
     if workload is None:
         _reply(worker, "time", error="timing requested before any run")
         return
     warmup, iterations = int(header["warmup"]), int(header["iterations"])
     try:
-        outputs = (
-            allocate_outputs(req.definition, workload, req.device)
-            if req.solution.spec.destination_passing_style
-            else []
-        )
-        pool = ShiftingInputPool(worker.last_inputs, outputs, warmup + iterations)
-        measured = timing.measure_latency(
-            worker.entry,
-            pool.next_args,
-            device=req.device,
-            warmup=warmup,
-            iterations=iterations,
-            flush_l2=bool(header["flush_l2"]),
-            budget_s=header.get("budget_s"),
-        )
+        pool = _input_pool(worker, workload, warmup + iterations)
+        measured = _measure(worker, pool, header, warmup=warmup, iterations=iterations)
     except BaseException:
         _reply(worker, "time", error=f"timing the solution failed\n{traceback.format_exc()}")
         return
@@ -271,7 +297,6 @@ def _handle_time(worker: _Worker, header: dict[str, Any]) -> None:
 
 
 def _handle_time_block(worker: _Worker, header: dict[str, Any]) -> None:
-    req = worker.request
     workload = worker.last_workload
     if workload is None:
         _reply(worker, "time_block", error="timing requested before any run")
@@ -280,22 +305,14 @@ def _handle_time_block(worker: _Worker, header: dict[str, Any]) -> None:
     try:
         if worker.block_pool is None or bool(header["first"]):
             worker.block_pool = None  # the previous pool's memory goes before the new one's
-            outputs = (
-                allocate_outputs(req.definition, workload, req.device)
-                if req.solution.spec.destination_passing_style
-                else []
-            )
-            total = int(header["pool_calls"])
-            worker.block_pool = ShiftingInputPool(worker.last_inputs, outputs, total)
-        measured = timing.measure_latency(
-            worker.entry,
-            worker.block_pool.next_args,
-            device=req.device,
+            worker.block_pool = _input_pool(worker, workload, int(header["pool_calls"]))
+        measured = _measure(
+            worker,
+            worker.block_pool,
+            header,
             warmup=warmup,
             iterations=calls,
-            flush_l2=bool(header["flush_l2"]),
             method=str(header["method"]),
-            budget_s=header.get("budget_s"),
             core=header.get("core"),
         )
     except BaseException:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from reference_check import assert_match_reference
 
 from kernelarc.guard.static_rules import blocking, scan_solution
 from kernelarc.kernelgen import Generated, GenerationError, default_knobs, generate
@@ -35,19 +36,12 @@ def _generate(traced: Traced, name: str, knobs: dict[str, int], device: str = "c
 def test_every_family_matches_the_reference_under_the_interpreter(
     gen_problems: Traced, run_checks: Callable[[list[dict[str, Any]], str], dict[str, Any]]
 ) -> None:
-    checks = []
-    for name, (problem, _) in gen_problems.items():
-        for variant, knobs in CPU_VARIANTS.items():
-            source = _generate(gen_problems, name, knobs).source
-            checks.append(
-                {"label": f"{name}/{variant}", "problem": str(problem.path), "source": source}
-            )
-    results = run_checks(checks, "cpu")
-    failed = {label: r["detail"] for label, r in results.items() if not r["ok"]}
-    assert not failed, failed
-    for label, result in results.items():
-        problem, _ = gen_problems[label.split("/")[0]]
-        assert result["planned"] == len(problem.workloads), label
+    sources = {
+        (name, variant): _generate(gen_problems, name, knobs).source
+        for name in gen_problems
+        for variant, knobs in CPU_VARIANTS.items()
+    }
+    assert_match_reference(gen_problems, run_checks, "cpu", sources)
 
 
 @pytest.mark.gpu
@@ -60,16 +54,12 @@ def test_every_family_matches_the_reference_on_cuda(
         "tf32x3": {"DOT_PRECISION": 2},
         "looped": {"PERSISTENT_MAX": 1024, "BLOCK_R": 64},
     }
-    checks = []
-    for name, (problem, _) in gen_problems.items():
-        for variant, knobs in variants.items():
-            source = _generate(gen_problems, name, knobs, "cuda").source
-            checks.append(
-                {"label": f"{name}/{variant}", "problem": str(problem.path), "source": source}
-            )
-    results = run_checks(checks, "cuda")
-    failed = {label: r["detail"] for label, r in results.items() if not r["ok"]}
-    assert not failed, failed
+    sources = {
+        (name, variant): _generate(gen_problems, name, knobs, "cuda").source
+        for name in gen_problems
+        for variant, knobs in variants.items()
+    }
+    assert_match_reference(gen_problems, run_checks, "cuda", sources, every_workload_planned=False)
 
 
 def test_what_is_fused(gen_problems: Traced) -> None:

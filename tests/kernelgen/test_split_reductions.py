@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from reference_check import assert_match_reference
 
 from kernelarc.kernelgen import Generated, default_knobs, generate, relevant_knobs
 from kernelarc.kernelgen.knobs import SPLIT_MIN_CHUNK
@@ -35,20 +36,13 @@ def _check(
     device: str,
     variants: dict[str, dict[str, int]],
 ) -> None:
-    checks = []
+    sources: dict[tuple[str, str], str] = {}
     for name in ("batch_stats", "scalar_losses", "reductions"):
-        problem, _ = traced[name]
         for variant, knobs in variants.items():
             generated = _generate(traced, name, knobs, device)
             assert generated.split, f"{name}/{variant}: nothing was split"
-            label, source = f"{name}/{variant}", generated.source
-            checks.append({"label": label, "problem": str(problem.path), "source": source})
-    results = run_checks(checks, device)
-    failed = {label: r["detail"] for label, r in results.items() if not r["ok"]}
-    assert not failed, failed
-    for label, result in results.items():
-        problem, _ = traced[label.split("/")[0]]
-        assert result["planned"] == len(problem.workloads), label
+            sources[name, variant] = generated.source
+    assert_match_reference(traced, run_checks, device, sources)
 
 
 def test_split_reductions_match_the_reference(

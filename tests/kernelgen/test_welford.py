@@ -7,6 +7,8 @@ gen_problems.py in test_generate.py's gpu-marked test)."""
 from collections.abc import Callable
 from typing import Any
 
+from reference_check import assert_match_reference
+
 from kernelarc.kernelgen import Generated, default_knobs, generate, relevant_knobs
 from kernelarc.problems.files import Problem
 from kernelarc.schema.op_graph import TraceSet
@@ -30,21 +32,14 @@ def test_variances_match_the_reference_in_one_pass_split_and_two_passes(
         "split-looped": {**SPLIT, **LOOPED},
         "two-pass-looped": {**LOOPED, "VAR_ONEPASS": 0},
     }
-    checks = []
+    sources: dict[tuple[str, str], str] = {}
     for name in ("variances", "batch_stats"):
-        problem, _ = gen_problems[name]
         for variant, knobs in variants.items():
             generated = _generate(gen_problems, name, knobs)
             if "SPLIT_R" in knobs:
                 assert "welford_m2" in generated.split, f"{name}/{variant}"
-            label, source = f"{name}/{variant}", generated.source
-            checks.append({"label": label, "problem": str(problem.path), "source": source})
-    results = run_checks(checks, "cpu")
-    failed = {label: r["detail"] for label, r in results.items() if not r["ok"]}
-    assert not failed, failed
-    for label, result in results.items():
-        problem, _ = gen_problems[label.split("/")[0]]
-        assert result["planned"] == len(problem.workloads), label
+            sources[name, variant] = generated.source
+    assert_match_reference(gen_problems, run_checks, "cpu", sources)
 
 
 def test_a_looped_norm_reads_its_rows_twice_not_three_times(gen_problems: Traced) -> None:
