@@ -31,6 +31,7 @@ from typing import Literal
 from kernelarc.agents import Agent, AgentContext, make_team
 from kernelarc.campaign.coordinator import Coordinator
 from kernelarc.campaign.device import resolve_device
+from kernelarc.campaign.proposal_order import ProposalOrder
 from kernelarc.campaign.restore import check_resume_dir, resume_into, time_used_before
 from kernelarc.campaign.run_record import (
     CampaignRecord,
@@ -269,7 +270,7 @@ def run_campaign(
     )
     worker.on_progress = on_progress
     worker.on_idle = on_idle
-    worker.team_order = {agent.name: i for i, agent in enumerate(team)}
+    worker.team_order.update({agent.name: i for i, agent in enumerate(team)})
     threads = [
         threading.Thread(target=worker.run, args=(agent,), name=f"agent-{agent.name}", daemon=True)
         for agent in team
@@ -399,6 +400,7 @@ class _AgentWorker:
         self.on_idle: IdleCallback | None = None
         self.team_order: dict[str, int] = {}
         """Each agent's place in the team: the second key of its candidates' slot priority."""
+        self._order = ProposalOrder(self.team_order)
         self.coordinator = coordinator
         # Proposal concurrency, separate from the evaluation slots above.
         limit = cfg.budget.max_proposing
@@ -437,6 +439,7 @@ class _AgentWorker:
                     return
                 ctx = self._context(agent.name)
             proposing_since = time.monotonic()
+            self._order.started(agent.name, taken)
             try:
                 with self.proposing:
                     proposal = agent.propose(ctx)
@@ -444,6 +447,7 @@ class _AgentWorker:
                 logger.exception("agent %s failed to propose; retiring it", agent.name)
                 return
             finally:
+                self._order.finished(agent.name)
                 with self.state.lock:
                     self.state.propose_s += time.monotonic() - proposing_since
             if proposal is None:
@@ -481,6 +485,7 @@ class _AgentWorker:
             # Breadth-first in team order at the slots (turn_order.py): every agent's n-th
             # candidate before any agent's (n+1)-th.
             priority = (taken, self.team_order.get(agent.name, len(self.team_order)))
+            self._order.wait_for_earlier(agent.name, taken)
             taken += 1
             try:
                 attempt = self._screen_evaluate_and_record(proposal, ordinal, priority)

@@ -1,0 +1,66 @@
+"""Breadth-first in team order also against agents still proposing: a candidate waits (a little)
+for the earlier agents' proposals of its round before it queues for a slot.
+
+Place in the flow: the executor serves waiting candidates by priority (its agent's round, its
+agent's place in the team: `executor/turn_order.py`), but a slot that is free when a candidate
+arrives goes to it at once, and agents propose at very different speeds: the compiler agent
+wraps the reference in milliseconds, a generated-Triton agent traces the reference first
+(seconds), an LLM agent waits for its endpoint. On the H200 suite run the fastest proposers took
+the one timed slot while the kernel generator's agents were still tracing, and short campaigns
+ended without ever judging a generated kernel. So `_AgentWorker` tells this class when an agent
+enters and leaves `propose` and in which round (its candidates taken so far); before queueing a
+candidate of round n, an agent waits while an agent earlier in the team is still proposing its
+round-n (or earlier) candidate, at most ORDER_WAIT_S, so a slow or stuck agent delays the
+others by a bounded time and never stops them.
+"""
+
+import threading
+import time
+
+ORDER_WAIT_S = 15.0
+"""The longest a candidate waits for earlier agents' proposals of its round."""
+
+
+class ProposalOrder:
+    """Which agents are proposing, in which round; thread-safe."""
+
+    def __init__(self, team_order: dict[str, int]) -> None:
+        """`team_order`: each agent's place in the team (read live: filled after construction)."""
+        self._team_order = team_order
+        self._cond = threading.Condition()
+        self._proposing: dict[str, int] = {}
+
+    def started(self, agent: str, round_: int) -> None:
+        """`agent` entered `propose` for its candidate of round `round_`."""
+        with self._cond:
+            self._proposing[agent] = round_
+
+    def finished(self, agent: str) -> None:
+        """`agent` left `propose` (with a proposal, none, or an exception)."""
+        with self._cond:
+            self._proposing.pop(agent, None)
+            self._cond.notify_all()
+
+    def earlier_proposing(self, agent: str, round_: int) -> list[str]:
+        """Agents before `agent` in the team still proposing a candidate of round <= `round_`."""
+        last = len(self._team_order)
+        mine = self._team_order.get(agent, last)
+        with self._cond:
+            return sorted(
+                name
+                for name, theirs in self._proposing.items()
+                if theirs <= round_ and self._team_order.get(name, last) < mine
+            )
+
+    def wait_for_earlier(self, agent: str, round_: int, limit_s: float = ORDER_WAIT_S) -> float:
+        """Wait until no earlier agent is proposing a candidate of round <= `round_`, at most
+        `limit_s`; the seconds waited."""
+        started = time.monotonic()
+        deadline = started + limit_s
+        with self._cond:
+            while self.earlier_proposing(agent, round_):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+        return time.monotonic() - started

@@ -1,0 +1,44 @@
+"""A candidate waits for earlier agents' proposals of its round (kernelarc/campaign/
+proposal_order.py), with real threads; the waits are observed through what the class reports,
+never by how long they took."""
+
+import threading
+
+from kernelarc.campaign.proposal_order import ProposalOrder
+
+TEAM = {"tiling": 0, "fusion": 1, "compiler": 2}
+
+
+def test_a_later_agent_waits_for_an_earlier_agent_still_proposing_its_round() -> None:
+    order = ProposalOrder(TEAM)
+    order.started("tiling", 0)
+    assert order.earlier_proposing("compiler", 0) == ["tiling"]
+    assert order.earlier_proposing("tiling", 0) == []  # nobody comes before the first
+    passed = threading.Event()
+
+    def compiler() -> None:
+        order.wait_for_earlier("compiler", 0, limit_s=600)
+        passed.set()
+
+    thread = threading.Thread(target=compiler, daemon=True)
+    thread.start()
+    assert not passed.wait(0.2)  # still waiting: tiling has not proposed yet
+    order.finished("tiling")
+    thread.join(600)
+    assert passed.is_set()
+
+
+def test_only_earlier_agents_and_earlier_rounds_hold_a_candidate() -> None:
+    order = ProposalOrder(TEAM)
+    order.started("compiler", 0)  # later in the team: never holds tiling or fusion
+    order.started("tiling", 1)  # its second candidate: does not hold anyone's first
+    assert order.earlier_proposing("fusion", 0) == []
+    assert order.earlier_proposing("fusion", 1) == ["tiling"]
+    assert order.wait_for_earlier("fusion", 0, limit_s=600) < 600
+
+
+def test_a_stuck_agent_delays_the_others_by_a_bounded_time() -> None:
+    order = ProposalOrder(TEAM)
+    order.started("tiling", 0)  # and never finishes
+    order.wait_for_earlier("compiler", 0, limit_s=0.05)  # returns although tiling still proposes
+    assert order.earlier_proposing("compiler", 0) == ["tiling"]
