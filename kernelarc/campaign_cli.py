@@ -22,7 +22,7 @@ from rich.markup import escape
 
 from kernelarc.campaign import run_campaign
 from kernelarc.campaign.device import resolve_device
-from kernelarc.campaign.restore import CONFIG_FILE, recorded_attempts
+from kernelarc.campaign.restore import recorded_attempts
 from kernelarc.campaign.run_record import mark_interrupted
 from kernelarc.campaign_console import CampaignConsole, print_summary
 from kernelarc.campaign_help import (
@@ -41,6 +41,7 @@ from kernelarc.override_keys import check_override_keys, config_groups
 from kernelarc.problems.builtin_set import builtin_names, resolve_problem
 from kernelarc.problems.files import Problem
 from kernelarc.report.sol_score import SolScorer
+from kernelarc.rundir import ATTEMPTS_FILE, CAMPAIGN_FILE, CONFIG_FILE
 from kernelarc.sweep_summary import failed_jobs, record_failure
 from kernelarc.tracking import keys, make_tracker
 from kernelarc.tracking.run_metadata import campaign_tags, flatten_config, run_name
@@ -142,7 +143,7 @@ def _hydra_main(dict_cfg: DictConfig) -> float | None:
 
 def _failed_job(run_dir: Path, error: str, multirun: bool) -> None:
     """Undo what Hydra made for a job that never started, and note it in a sweep."""
-    started = (run_dir / "campaign.json").is_file() or (run_dir / "attempts.jsonl").is_file()
+    started = (run_dir / CAMPAIGN_FILE).is_file() or (run_dir / ATTEMPTS_FILE).is_file()
     if not started:
         _remove_unstarted(run_dir)
     if multirun:
@@ -312,7 +313,7 @@ def _interrupted(console: Console, cfg: CampaignConfig, run_dir: Path) -> None:
     """Ctrl-C: mark campaign.json INTERRUPTED (MLflow's runs are KILLED by `finish`) and say
     how to go on."""
     mark_interrupted(run_dir)
-    done = len(recorded_attempts(run_dir)) if (run_dir / "attempts.jsonl").is_file() else 0
+    done = len(recorded_attempts(run_dir)) if (run_dir / ATTEMPTS_FILE).is_file() else 0
     console.print(
         f"\nInterrupted: {done} of {cfg.budget.candidates} candidates recorded in "
         f"{display_path(run_dir)}/attempts.jsonl; the evaluations in flight were stopped.",

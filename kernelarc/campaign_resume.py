@@ -17,9 +17,10 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from kernelarc.campaign.restore import CONFIG_FILE, check_resumable
+from kernelarc.campaign.restore import check_resumable
 from kernelarc.config import CampaignConfig
 from kernelarc.errors import ConfigError
+from kernelarc.rundir import CONFIG_FILE
 
 RESUMABLE_KEYS = (
     "budget",

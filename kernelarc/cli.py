@@ -516,7 +516,7 @@ def _campaign_dirs(paths: list[Path]) -> list[Path]:
     """The given dirs that hold a campaign's attempts; the others (a campaign that failed before
     its first attempt, any other folder a glob caught) are listed on stderr and skipped, unless
     none is left (the loader then says what is wrong with them)."""
-    from kernelarc.tracking.attempts_log import ATTEMPTS_FILE
+    from kernelarc.rundir import ATTEMPTS_FILE
 
     runs, skipped = [], []
     for path in paths:

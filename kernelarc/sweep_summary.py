@@ -17,7 +17,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-FAILED_JOBS_FILE = "failed_jobs.jsonl"
+from kernelarc.rundir import CAMPAIGN_FILE, FAILED_JOBS_FILE
 
 _failed = 0
 
@@ -71,7 +71,7 @@ def summarize(sweep_dir: Path) -> list[str]:
     finished = 0
     job_dirs = sorted(p for p in sweep_dir.iterdir() if p.is_dir()) if sweep_dir.is_dir() else []
     for job_dir in job_dirs:
-        record = job_dir / "campaign.json"
+        record = job_dir / CAMPAIGN_FILE
         if not record.is_file() or not job_dir.name.isdigit():
             continue
         try:

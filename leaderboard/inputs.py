@@ -14,17 +14,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelarc.campaign.run_record import CAMPAIGN_FILE, CampaignRecord, read_campaign_record
+from kernelarc.campaign.run_record import CampaignRecord, read_campaign_record
 from kernelarc.errors import ConfigError, KernelarcError
 from kernelarc.problems.files import Problem, load_problem
+from kernelarc.rundir import ATTEMPTS_FILE, CAMPAIGN_FILE, CONFIG_FILE
 from kernelarc.schema import Attempt, Definition
-from kernelarc.tracking.attempts_log import ATTEMPTS_FILE, read_attempts
+from kernelarc.tracking.attempts_log import read_attempts
 
 logger = logging.getLogger(__name__)
 
 PROBLEM_SUBDIR = "problem"
 """The run dir's copy of the problem files (definition.json + workload.jsonl)."""
-CONFIG_FILE = "config.yaml"
 """The run dir's resolved config."""
 
 

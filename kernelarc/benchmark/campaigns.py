@@ -52,6 +52,7 @@ from kernelarc.guard import score_traces
 from kernelarc.guard.ceilings import gpu_identity
 from kernelarc.problems.builtin_set import builtin_dir, builtin_names
 from kernelarc.problems.files import Problem, load_problem
+from kernelarc.rundir import ATTEMPTS_FILE
 from kernelarc.schema import (
     Attempt,
     EvalRequest,
@@ -403,7 +404,7 @@ def run_problem(
     log(f"== {label}: budget {cfg.budget.candidates}, time limit {limit}, team {team}")
     summary = run_campaign(cfg, run_dir, tracker, _progress(label, started, log))
     campaign_wall = time.monotonic() - started
-    attempts = read_attempts(run_dir / "attempts.jsonl")
+    attempts = read_attempts(run_dir / ATTEMPTS_FILE)
     record = read_campaign_record(run_dir)
     problem = load_problem(Path(record.problem_dir))
     log(

@@ -18,7 +18,6 @@ from typing import Literal
 from kernelarc.agents import Agent, AgentContext, ConcludingAgent
 from kernelarc.config import CoordinationConfig
 from kernelarc.coordination import (
-    CONCLUSIONS_FILE,
     ConclusionBoard,
     ConclusionRejected,
     PlateauTracker,
@@ -29,6 +28,7 @@ from kernelarc.coordination import (
 )
 from kernelarc.errors import KernelarcError
 from kernelarc.problems.files import Problem
+from kernelarc.rundir import CONCLUSIONS_FILE
 from kernelarc.schema import Attempt, Proposal
 from kernelarc.schema.coordination import Conclusion, CoordinationSettings
 

@@ -62,6 +62,7 @@ from kernelarc.guard.verdict import Judgement
 from kernelarc.llm.usage import log_team_usage
 from kernelarc.problems.builtin_set import resolve_problem
 from kernelarc.problems.files import Problem
+from kernelarc.rundir import ATTEMPTS_FILE
 from kernelarc.schema import (
     Attempt,
     EvalRequest,
@@ -242,7 +243,7 @@ def run_campaign(
         deadline_at=clock.deadline_at(),
     )
     # The log first: it cuts a truncated last line (a kill mid-write) before it is read back.
-    log = AttemptLog(run_dir / "attempts.jsonl")
+    log = AttemptLog(run_dir / ATTEMPTS_FILE)
     state = CampaignState(budget=cfg.budget.candidates, roster=coordinator.roster, clock=clock)
     restored = 0
     if resuming:

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kernelarc.agents import Agent, ResumableAgent
-from kernelarc.campaign.run_record import CAMPAIGN_FILE, CampaignRecord, read_campaign_record
+from kernelarc.campaign.run_record import CampaignRecord, read_campaign_record
 from kernelarc.config import CampaignConfig
 from kernelarc.errors import ConfigError, TrackingError
+from kernelarc.rundir import ATTEMPTS_FILE, CAMPAIGN_FILE, CONFIG_FILE
 from kernelarc.schema import Attempt, EvalStatus, Verdict, utc_now
-from kernelarc.tracking.attempts_log import ATTEMPTS_FILE, read_attempts
+from kernelarc.tracking.attempts_log import read_attempts
 
 if TYPE_CHECKING:
     from kernelarc.campaign.coordinator import Coordinator
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-CONFIG_FILE = "config.yaml"
 """The resolved config a campaign writes into its run dir (what a resume runs with)."""
 
 

@@ -8,13 +8,12 @@ from pydantic import Field, ValidationError
 from kernelarc.errors import ConfigError
 from kernelarc.guard.ceilings import ResolvedCeiling
 from kernelarc.guard.roofline import Ceiling, roofline_bounds
+from kernelarc.rundir import CAMPAIGN_FILE
 from kernelarc.schema import Definition, Workload, utc_now
 from kernelarc.schema.base import RecordModel
 from kernelarc.schema.coordination import CoordinationSettings, TeamMember
 from kernelarc.schema.guard_record import RooflineBound
 from kernelarc.schema.throughput import ThroughputReport
-
-CAMPAIGN_FILE = "campaign.json"
 
 
 class CampaignRoofline(RecordModel):

@@ -7,7 +7,6 @@ drafting, `plateau.py`). The fourth mechanism, the benchmark guard, lives in `ke
 """
 
 from kernelarc.coordination.memory import (
-    CONCLUSIONS_FILE,
     ConclusionBoard,
     ConclusionRejected,
     read_conclusion_events,
@@ -15,6 +14,7 @@ from kernelarc.coordination.memory import (
 from kernelarc.coordination.no_code import code_reasons
 from kernelarc.coordination.peers import best_passing, build_peer_snapshots, frozen_copy
 from kernelarc.coordination.plateau import PlateauTracker, draft_order
+from kernelarc.rundir import CONCLUSIONS_FILE
 
 __all__ = [
     "CONCLUSIONS_FILE",

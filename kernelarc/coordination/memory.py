@@ -33,7 +33,6 @@ from kernelarc.schema.coordination import (
 
 logger = logging.getLogger(__name__)
 
-CONCLUSIONS_FILE = "conclusions.jsonl"
 """File name of the board's event log inside a run dir."""
 
 

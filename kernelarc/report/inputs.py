@@ -16,9 +16,10 @@ from pathlib import Path
 
 from kernelarc.errors import ConfigError, KernelarcError
 from kernelarc.report.sol_score import SolScorer
+from kernelarc.rundir import ATTEMPTS_FILE, LEDGER_FILE
 from kernelarc.schema import Attempt
 from kernelarc.tracking import keys
-from kernelarc.tracking.attempts_log import ATTEMPTS_FILE, read_attempts
+from kernelarc.tracking.attempts_log import read_attempts
 from kernelarc.tracking.run_metadata import (
     flatten_config,
     read_campaign_json,
@@ -26,7 +27,7 @@ from kernelarc.tracking.run_metadata import (
     read_config,
     read_overrides,
 )
-from kernelarc.tracking.sync_ledger import LEDGER_FILE, SyncLedger
+from kernelarc.tracking.sync_ledger import SyncLedger
 
 logger = logging.getLogger(__name__)
 

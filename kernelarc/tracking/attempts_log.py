@@ -14,7 +14,6 @@ from kernelarc.schema import Attempt
 
 logger = logging.getLogger(__name__)
 
-ATTEMPTS_FILE = "attempts.jsonl"
 """File name of the log inside a run dir."""
 
 

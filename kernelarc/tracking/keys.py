@@ -9,6 +9,7 @@ Metrics are `namespace/name`; tags are `kernelarc.<name>`.
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from kernelarc.rundir import CONFIG_FILE
 from kernelarc.schema import EvalStatus
 
 # --- per-attempt metrics, on the agent's child run, step = Attempt.index -------------------------
@@ -158,8 +159,8 @@ EXPERIMENT_KIND = "custom_model_development"
 """Value of EXPERIMENT_KIND_TAG (MLflow's "model training" experiments, not GenAI ones)."""
 
 # --- artifacts ---------------------------------------------------------------------------------
-CONFIG_YAML = "config.yaml"
-"""The resolved campaign config (parent run)."""
+CONFIG_YAML = CONFIG_FILE
+"""The resolved campaign config (parent run), under the run dir's own file name."""
 ATTEMPTS_TABLE = "attempts_table.json"
 """Table of all attempts, logged at finish (parent run); read with `MlflowClient.load_table`."""
 ATTEMPTS_DIR = "attempts"

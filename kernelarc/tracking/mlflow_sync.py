@@ -25,16 +25,16 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from kernelarc.errors import ConfigError, TrackingError
+from kernelarc.rundir import ATTEMPTS_FILE, CAMPAIGN_FILE, LEDGER_FILE
 from kernelarc.schema import Attempt
 from kernelarc.tracking import keys, mlflow_tables
 from kernelarc.tracking import mlflow_payload as payload
-from kernelarc.tracking.attempts_log import ATTEMPTS_FILE, read_attempts
+from kernelarc.tracking.attempts_log import read_attempts
 from kernelarc.tracking.mlflow_payload import AttemptPayload, CampaignProgress, SolScore
 from kernelarc.tracking.mlflow_tracker import BACKEND_ERRORS
 from kernelarc.tracking.proposal_fields import proposal_model, read_conclusions
 from kernelarc.tracking.run_metadata import identity_from_run_dir, read_campaign_json
 from kernelarc.tracking.sync_ledger import (
-    LEDGER_FILE,
     PARTS,
     CampaignEntry,
     LedgerView,
@@ -137,7 +137,7 @@ def sync_run_dir(
         TrackingError: the store failed; what was uploaded so far stays (re-run to continue).
     """
     log = run_dir / ATTEMPTS_FILE
-    if not log.is_file() and not (run_dir / "campaign.json").is_file():
+    if not log.is_file() and not (run_dir / CAMPAIGN_FILE).is_file():
         msg = f"{run_dir}: not a KernelArc run dir (no {ATTEMPTS_FILE}); pass a campaign run dir"
         raise ConfigError(msg)
     # A campaign whose agents had nothing to propose has campaign.json and no attempt.

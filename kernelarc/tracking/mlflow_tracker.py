@@ -30,6 +30,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from kernelarc.command_paths import command
+from kernelarc.rundir import LEDGER_FILE
 from kernelarc.schema import Attempt
 from kernelarc.tracking import keys, mlflow_tables
 from kernelarc.tracking import mlflow_payload as payload
@@ -44,7 +45,6 @@ from kernelarc.tracking.mlflow_payload import (
 )
 from kernelarc.tracking.proposal_fields import proposal_model, read_conclusions
 from kernelarc.tracking.sync_ledger import (
-    LEDGER_FILE,
     CampaignEntry,
     LoggedEntry,
     MarkEntry,

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelarc.rundir import CONCLUSIONS_FILE
 from kernelarc.schema import Proposal
 
 logger = logging.getLogger(__name__)
 
-CONCLUSIONS_FILE = "conclusions.jsonl"
 """The run dir's append-only log of shared conclusions (one JSON object per line)."""
 
 

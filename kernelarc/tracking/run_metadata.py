@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from kernelarc import __version__
+from kernelarc.rundir import CAMPAIGN_FILE, CONFIG_FILE
 from kernelarc.timing_labels import CPU_TIMING_NOTE, TIMING_TAG_VALUE
 from kernelarc.tracking import keys
 
@@ -167,7 +168,7 @@ def git_sha(path: Path | None = None) -> str | None:
 def read_campaign_json(run_dir: Path) -> dict[str, Any]:
     """The run dir's campaign.json as a dict ({} when missing or unreadable)."""
     try:
-        data = json.loads((run_dir / "campaign.json").read_text(encoding="utf-8"))
+        data = json.loads((run_dir / CAMPAIGN_FILE).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -202,7 +203,7 @@ def read_choices(run_dir: Path) -> dict[str, str]:
 def read_config(run_dir: Path) -> dict[str, Any]:
     """The run dir's resolved config.yaml as plain containers ({} when missing)."""
     try:
-        data = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))
+        data = yaml.safe_load((run_dir / CONFIG_FILE).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         logger.warning("%s/config.yaml: unreadable (%s)", run_dir, exc)
         return {}

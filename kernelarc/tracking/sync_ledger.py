@@ -20,7 +20,6 @@ from kernelarc.schema.records import utc_now
 
 logger = logging.getLogger(__name__)
 
-LEDGER_FILE = "mlflow_ledger.jsonl"
 """File name of the ledger inside a run dir."""
 
 Part = Literal["metrics", "artifacts", "campaign"]
