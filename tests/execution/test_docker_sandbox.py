@@ -146,9 +146,15 @@ def _spare_runners(sandbox: DockerSandbox, docker_engine: DockerEngine) -> list[
 
 def _kill_spare(sandbox: DockerSandbox, docker_engine: DockerEngine) -> bool:
     """SIGKILL the spare (a test's stand-in for a spare that died) from inside the container,
-    as its own uid, and wait until the container no longer has it; False if there was none."""
+    as its own uid, and wait until the container no longer has it; False if none appeared.
+    The spare is exec'd as the evaluation ends; on a loaded host `docker top` may list it only a
+    moment later, so it is waited for first."""
     container_id = sandbox.container_id("cpu")
+    appear_by = time.monotonic() + 30.0
     spares = _spare_runners(sandbox, docker_engine)
+    while not spares and time.monotonic() < appear_by:
+        time.sleep(0.1)
+        spares = _spare_runners(sandbox, docker_engine)
     for pid, uid in spares:
         assert container_id is not None
         docker_engine.kill_in_container(container_id, pid, uid)
