@@ -77,11 +77,7 @@ class LocalExecutor(PooledExecutor):
         slots = self._pools[pool]
         submitted = time.monotonic()
         slot = slots.get(turn.priority)
-        try:
-            check_admission(turn.admit)
-        except BaseException:
-            slots.put(slot)
-            raise
+        check_admission(turn.admit, lambda: slots.put(slot))
         started = time.monotonic()
         result: EvalResult | None = None
         try:

@@ -12,6 +12,7 @@ evaluation finds it built. Docs: docs/architecture.md.
 """
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kernelarc.executor import Admit, EvalKind, NotAdmitted
@@ -56,9 +57,16 @@ class Turn:
     priority: Priority = GUARD_PRIORITY
 
 
-def check_admission(admit: Admit | None) -> None:
-    """Raise NotAdmitted when `admit` (asked with a slot held, before anything runs) says no."""
-    if admit is not None and not admit():
+def check_admission(admit: Admit | None, release: Callable[[], None]) -> None:
+    """Ask `admit` with a slot held, before anything runs there; when it says no (NotAdmitted)
+    or raises, `release()` gives the slot back first."""
+    try:
+        admitted = admit is None or admit()
+    except BaseException:
+        release()
+        raise
+    if not admitted:
+        release()
         msg = "turned away at its slot"
         raise NotAdmitted(msg)
 
@@ -135,8 +143,8 @@ class PooledExecutor(ABC):
     ) -> EvalResult:
         """Run `request` in a slot of `pool` (waiters served by `turn.priority`), recording an
         EvalTiming under `stage` (`screen`, `timing` or `guard`); with the slot held,
-        `check_admission(turn.admit)` first (a turned-away request records nothing and frees
-        the slot); raises SandboxError or NotAdmitted."""
+        `check_admission(turn.admit, release)` first (a turned-away request records nothing
+        and frees the slot); raises SandboxError or NotAdmitted."""
 
     @abstractmethod
     def close(self) -> None:

@@ -279,11 +279,7 @@ class RayExecutor(PooledExecutor):
         payload = request.model_dump_json()
         submitted = time.monotonic()
         actor = actors.acquire(turn.priority)
-        try:
-            check_admission(turn.admit)
-        except BaseException:
-            actors.release(actor)
-            raise
+        check_admission(turn.admit, lambda: actors.release(actor))
         started = time.monotonic()
         retries = 0
         result: EvalResult | None = None
