@@ -236,8 +236,14 @@ class ExecutorConfig:
     0 = no pool."""
     correctness_gpus: list[int] = field(default_factory=list)
     """CUDA only: GPUs given to the correctness pool and taken out of the timed pool (ray: only
-    their number counts; Ray places the actors). Empty on CUDA = no correctness pool, since
-    correctness work beside a timed run on the same GPU would disturb its timing."""
+    their number counts; Ray places the actors). Empty on CUDA: the pool shares the timed GPUs
+    (`screens_per_timed_gpu`, local executor; Ray: no pool)."""
+    screens_per_timed_gpu: int = 3
+    """CUDA, local executor, when `correctness_gpus` is empty: correctness slots that share each
+    timed GPU, so candidates are compiled and screened beside the timing of others instead of in
+    the timed slot. A screen may disturb a candidate's timing a little (its result says so); the
+    guard's runs take their GPU alone. 0: no pool on CUDA without `correctness_gpus`. Ray does
+    not share GPUs this way. `correctness_slots=0` turns every pool off, this one included."""
     screen: bool = True
     """Check a new candidate's correctness in the correctness pool before it queues for a timed
     slot (only when the pool exists); failures then never wait for, or hold, a timed slot."""
@@ -250,6 +256,9 @@ class ExecutorConfig:
             raise ConfigError(msg)
         if self.correctness_slots < 0:
             msg = f"executor.correctness_slots must be >= 0 (got {self.correctness_slots})"
+            raise ConfigError(msg)
+        if self.screens_per_timed_gpu < 0:
+            msg = f"executor.screens_per_timed_gpu must be >= 0 (got {self.screens_per_timed_gpu})"
             raise ConfigError(msg)
         if self.gpus is not None and not self.gpus:
             msg = "executor.gpus must list at least one GPU, or be null for every visible GPU"

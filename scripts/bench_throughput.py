@@ -18,13 +18,22 @@ back to executor=local, so an unattended run still measures something.
     python scripts/bench_throughput.py --gpus 1,2 --json out.json
     python scripts/bench_throughput.py --executor local --gpus 1 --budget 8
     python scripts/bench_throughput.py --device cpu --gpus 1 --budget 3 --problem softmax
+    python scripts/bench_throughput.py --executor local --gpus 1 --screens 0,3   # two arms
     python scripts/bench_throughput.py --compare one_gpu.json two_gpus.json   # table only
+
+`--screens` runs one campaign per value of `executor.screens_per_timed_gpu` (correctness
+screens beside each timed GPU; local executor on CUDA; 0 = none, the screen then happens in the
+timed slot). With two or more values, a disturbance table compares the latency each candidate
+got in the arm with screens beside its timing against the same candidate (same sources) in the
+arm without: the median ratio says how much the screens slowed the candidates' own timing.
 """
 
 import argparse
+import hashlib
 import importlib.util
 import json
 import os
+import statistics
 import sys
 import tempfile
 import threading
@@ -53,6 +62,7 @@ from kernelarc.config import (  # noqa: E402
 from kernelarc.execution import LocalSandbox  # noqa: E402
 from kernelarc.executor.slot_plan import visible_gpus  # noqa: E402
 from kernelarc.problems.builtin_set import resolve_problem  # noqa: E402
+from kernelarc.rundir import ATTEMPTS_FILE  # noqa: E402
 from kernelarc.schema import EvalRequest, Solution, TimingConfig  # noqa: E402
 from kernelarc.tracking import make_tracker  # noqa: E402
 
@@ -73,6 +83,7 @@ class Args:
     max_wall_s: float
     json_path: Path
     out_dir: Path
+    screens: list[int]
 
 
 def _parse(argv: list[str]) -> Args | list[Path]:
@@ -96,6 +107,11 @@ def _parse(argv: list[str]) -> Args | list[Path]:
         "--json", dest="json_path", type=Path, default=Path("bench_throughput.json")
     )
     parser.add_argument("--out-dir", type=Path, default=None, help="campaign run dirs")
+    parser.add_argument(
+        "--screens",
+        default="3",
+        help="executor.screens_per_timed_gpu values, one campaign each (e.g. 0,3)",
+    )
     parser.add_argument("--compare", nargs="+", type=Path, help="JSON results to tabulate only")
     ns = parser.parse_args(argv)
     if ns.compare:
@@ -119,6 +135,7 @@ def _parse(argv: list[str]) -> Args | list[Path]:
         max_wall_s=ns.max_wall_s,
         json_path=ns.json_path,
         out_dir=ns.out_dir or Path(tempfile.mkdtemp(prefix="kernelarc-bench-")),
+        screens=[int(x) for x in ns.screens.split(",") if x.strip()],
     )
 
 
@@ -172,12 +189,12 @@ def _fixed_cost(args: Args) -> float:
         return min(sandbox.evaluate(request, timeout_s=args.timeout_s).wall_s for _ in range(2))
 
 
-def _campaign(args: Args, executor: str, gpus: int, time_s: float) -> dict[str, Any]:
+def _campaign(args: Args, executor: str, gpus: int, screens: int, time_s: float) -> dict[str, Any]:
     ray = RayConfig(address="local", num_gpus=gpus if args.device == "cuda" else None)
     if args.device == "cpu":
         ray = RayConfig(address="local", num_cpus=2)
     cfg = CampaignConfig(
-        name=f"bench-{executor}-{gpus}",
+        name=f"bench-{executor}-{gpus}-s{screens}",
         problem=args.problem,
         workloads=args.workloads,
         seed=0,
@@ -189,6 +206,7 @@ def _campaign(args: Args, executor: str, gpus: int, time_s: float) -> dict[str, 
         executor=ExecutorConfig(
             kind=executor,
             gpus=visible_gpus()[:gpus] if args.device == "cuda" else None,
+            screens_per_timed_gpu=screens,
             ray=ray,
         ),
     )
@@ -198,7 +216,9 @@ def _campaign(args: Args, executor: str, gpus: int, time_s: float) -> dict[str, 
     return {
         "executor": executor,
         "gpus": gpus,
+        "screens": screens,
         "run_dir": str(run_dir),
+        "latencies": _latencies(run_dir),
         "attempts": summary.attempts,
         "passed": summary.passed,
         "status": summary.status,
@@ -207,11 +227,62 @@ def _campaign(args: Args, executor: str, gpus: int, time_s: float) -> dict[str, 
     }
 
 
+def _latencies(run_dir: Path) -> dict[str, float]:
+    """Each PASSED candidate's latency (the campaign's own timed run, not the guard's), keyed
+    by a hash of its sources, so the same candidate can be found in another arm."""
+    path = run_dir / ATTEMPTS_FILE
+    out: dict[str, float] = {}
+    if not path.exists():
+        return out
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record.get("status") != "PASSED" or not record.get("latency_ms"):
+            continue
+        sources = record["proposal"]["solution"]["sources"]
+        key = hashlib.sha256(json.dumps(sources, sort_keys=True).encode()).hexdigest()[:16]
+        out.setdefault(key, float(record["latency_ms"]))
+    return out
+
+
+def _disturbance(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per GPU count: each arm with screens against the arm without, over the candidates both
+    timed: the median latency ratio (with screens / without), min and max."""
+    out = []
+    for run in runs:
+        alone = [
+            r for r in runs if r.get("screens") == 0 and r["gpus"] == run["gpus"] and r is not run
+        ]
+        if not run.get("screens") or not alone:
+            continue
+        base = alone[0].get("latencies", {})
+        mine = run.get("latencies", {})
+        ratios = [mine[k] / base[k] for k in sorted(set(mine) & set(base)) if base[k] > 0]
+        out.append(
+            {
+                "gpus": run["gpus"],
+                "screens": run["screens"],
+                "common_candidates": len(ratios),
+                "median_ratio": round(statistics.median(ratios), 4) if ratios else None,
+                "min_ratio": round(min(ratios), 4) if ratios else None,
+                "max_ratio": round(max(ratios), 4) if ratios else None,
+            }
+        )
+    return out
+
+
 def _scaling(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per executor: each GPU count against that executor's smallest one."""
+    """Per executor and screen count: each GPU count against the smallest one."""
     out: list[dict[str, Any]] = []
-    for executor in sorted({r["executor"] for r in runs}):
-        out += _scaling_of([r for r in runs if r["executor"] == executor and r.get("throughput")])
+    for executor, screens in sorted({(r["executor"], r.get("screens", 0)) for r in runs}):
+        out += _scaling_of(
+            [
+                r
+                for r in runs
+                if r["executor"] == executor
+                and r.get("screens", 0) == screens
+                and r.get("throughput")
+            ]
+        )
     return out
 
 
@@ -239,29 +310,40 @@ def _scaling_of(usable: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _table(result: dict[str, Any]) -> str:
     lines = [
-        "| executor | GPUs | candidates | cand/min | cand/min/GPU | GPU busy | queue wait s "
-        "(mean/max) | sandbox s/eval | fixed cost s | dispatch s | retries |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| executor | GPUs | screens/GPU | candidates | cand/min | cand/min/GPU | GPU busy | "
+        "queue wait s (mean/max) | sandbox s/eval | fixed cost s | dispatch s | retries | "
+        "timed beside screens |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for run in result["runs"]:
         fixed = run.get("sandbox_fixed_cost_s")
         t = run.get("throughput")
         if not t:
-            lines.append(f"| {run['executor']} | {run['gpus']} | failed: {run.get('error')} |")
+            lines.append(
+                f"| {run['executor']} | {run['gpus']} | {run.get('screens')} | "
+                f"failed: {run.get('error')} |"
+            )
             continue
         lines.append(
-            f"| {t['executor']} | {run['gpus']} | {t['candidates']} | "
+            f"| {t['executor']} | {run['gpus']} | {run.get('screens', '')} | {t['candidates']} | "
             f"{t['candidates_per_min']:.2f} | {t['candidates_per_min_per_gpu']:.2f} | "
             f"{t['timed_busy_fraction']:.0%} | {t['queue_wait_s_mean']:.1f}/"
             f"{t['queue_wait_s_max']:.1f} | {t['sandbox_s_mean']:.2f} | "
             f"{fixed if fixed is None else f'{fixed:.2f}'} | "
-            f"{t['dispatch_overhead_s_mean']:.3f} | {t['infra_retries']} |"
+            f"{t['dispatch_overhead_s_mean']:.3f} | {t['infra_retries']} | "
+            f"{t.get('timed_beside_screens', 0)} |"
         )
     for s in result.get("scaling", []):
         lines.append(
             f"\nScaling ({s['executor']}) {s['baseline_gpus']} -> {s['gpus']} GPUs: speedup "
             f"{s['speedup']:.2f}x, "
             f"efficiency {s['efficiency']:.0%}"
+        )
+    for d in result.get("disturbance", []):
+        lines.append(
+            f"\nDisturbance, {d['gpus']} GPU(s), {d['screens']} screens/GPU: candidate latency "
+            f"with screens / without, over {d['common_candidates']} candidates both timed: "
+            f"median {d['median_ratio']}, min {d['min_ratio']}, max {d['max_ratio']}"
         )
     if result.get("ray_missing"):
         lines.append(f"\nNOTE: {result['ray_missing']}; measured with executor=local instead.")
@@ -276,11 +358,13 @@ STAGE_COLUMNS = (
     "timing",
     "guard",
     "runner_build",
+    "runner_jit_warm_up",
     "runner_worker_start",
     "runner_inputs",
     "runner_correctness",
     "runner_timing",
     "runner_reference_timing",
+    "runner_interleaved_timing",
     "sandbox_other",
 )
 
@@ -290,8 +374,9 @@ def _stage_table(result: dict[str, Any]) -> str:
     the judges' own stages; queue waits), and builds compiled vs found in the build cache."""
     head = " | ".join(STAGE_COLUMNS)
     lines = [
-        f"| executor | GPUs | {head} | queue waits | builds (cache hits) |",
-        "|---|---|" + "---|" * (len(STAGE_COLUMNS) + 2),
+        f"| executor | GPUs | screens/GPU | {head} | queue waits | gate waits | "
+        "builds (cache hits) |",
+        "|---|---|---|" + "---|" * (len(STAGE_COLUMNS) + 3),
     ]
     for run in result["runs"]:
         t = run.get("throughput")
@@ -300,8 +385,10 @@ def _stage_table(result: dict[str, Any]) -> str:
         stages = t.get("stages", {})
         cells = " | ".join(f"{stages.get(k, 0.0):.1f}" for k in STAGE_COLUMNS)
         waits = sum(stages.get(f"{k}_queue_wait", 0.0) for k in ("screen", "timing", "guard"))
+        gates = sum(stages.get(f"{k}_gate_wait", 0.0) for k in ("screen", "timing", "guard"))
         lines.append(
-            f"| {t['executor']} | {run['gpus']} | {cells} | {waits:.1f} | "
+            f"| {t['executor']} | {run['gpus']} | {run.get('screens', '')} | {cells} | "
+            f"{waits:.1f} | {gates:.1f} | "
             f"{t.get('builds', 0)} ({t.get('build_cache_hits', 0)}) |"
         )
     return "\n".join(lines)
@@ -320,7 +407,11 @@ def main(argv: list[str]) -> int:
             for run in data["runs"]:
                 run.setdefault("sandbox_fixed_cost_s", data.get("sandbox_fixed_cost_s"))
                 runs.append(run)
-        merged: dict[str, Any] = {"runs": runs, "scaling": _scaling(runs)}
+        merged: dict[str, Any] = {
+            "runs": runs,
+            "scaling": _scaling(runs),
+            "disturbance": _disturbance(runs),
+        }
         print(_table(merged))
         return 0
     args = parsed
@@ -337,8 +428,10 @@ def main(argv: list[str]) -> int:
         "visible_gpus": visible_gpus() if args.device == "cuda" else [],
         "ray_version": ray_version,
         "ray_missing": "",
+        "screens": args.screens,
         "runs": [],
         "scaling": [],
+        "disturbance": [],
     }
     if executor == "ray" and ray_version is None:
         result["ray_missing"] = missing
@@ -359,20 +452,27 @@ def main(argv: list[str]) -> int:
     fixed_cost = round(_fixed_cost(args), 3)
     result["sandbox_fixed_cost_s"] = fixed_cost
     script_start = time.monotonic()
-    for index, gpus in enumerate(args.gpu_counts):
+    arms = [(gpus, screens) for gpus in args.gpu_counts for screens in args.screens]
+    for index, (gpus, screens) in enumerate(arms):
         started = time.monotonic()
         # Each campaign's wall-clock budget: a fair share of what is left before the watchdog,
         # less a margin for the evaluation in flight at its deadline.
         left = args.max_wall_s - (started - script_start) - fixed_cost
-        share = max(1.0, WALL_SHARE * left / (len(args.gpu_counts) - index))
+        share = max(1.0, WALL_SHARE * left / (len(arms) - index))
         try:
-            run = _campaign(args, executor, gpus, share)
-        except Exception as exc:  # report and go on with the next GPU count
-            run = {"executor": executor, "gpus": gpus, "error": f"{type(exc).__name__}: {exc}"}
+            run = _campaign(args, executor, gpus, screens, share)
+        except Exception as exc:  # report and go on with the next arm
+            run = {
+                "executor": executor,
+                "gpus": gpus,
+                "screens": screens,
+                "error": f"{type(exc).__name__}: {exc}",
+            }
         run["script_wall_s"] = round(time.monotonic() - started, 1)
         run["sandbox_fixed_cost_s"] = fixed_cost
         result["runs"].append(run)
         result["scaling"] = _scaling(result["runs"])
+        result["disturbance"] = _disturbance(result["runs"])
         _write(args.json_path, result)
     watchdog.cancel()
     print(_table(result))

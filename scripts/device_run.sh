@@ -72,6 +72,9 @@ stage_suite() {
     --total-time-s "$time_s" --out /tmp/kernelarc-suite --json "$OUT/suite.json" \
     --markdown "$OUT/suite.md" ${SUITE_ARGS:-} > "$OUT/suite.log" 2>&1
   echo "bench_suite exit status: $?"; tail -3 "$OUT/suite.log"; cat "$OUT/suite.md"
+  # The campaigns' records, as one file (many small files under $OUT do not all come back).
+  (cd /tmp/kernelarc-suite && find . -name attempts.jsonl -o -name campaign.json \
+    | tar czf "$OUT/suite_rundirs.tgz" -T -) || echo "no suite run dirs to keep"
 }
 stage_kernelgen() {
   echo "== kernelgen gpu tests"
@@ -143,10 +146,13 @@ stage_throughput() {
   echo "== throughput (offline campaign, executor=local, one GPU)"
   local time_s=${TP_TIME:-240}
   # shellcheck disable=SC2086  # TP_ARGS is a list of options
+  rm -rf /tmp/kernelarc-tp
   timeout $((time_s + 60)) python3 scripts/bench_throughput.py --executor local --gpus 1 \
-    --max-wall-s "$time_s" --json "$OUT/throughput.json" ${TP_ARGS:-} \
-    > "$OUT/throughput.md" 2> "$OUT/throughput.log"
+    --max-wall-s "$time_s" --json "$OUT/throughput.json" --out-dir /tmp/kernelarc-tp \
+    ${TP_ARGS:-} > "$OUT/throughput.md" 2> "$OUT/throughput.log"
   echo "bench_throughput exit status: $?"; tail -3 "$OUT/throughput.log"; cat "$OUT/throughput.md"
+  (cd /tmp/kernelarc-tp && find . -name attempts.jsonl -o -name campaign.json \
+    | tar czf "$OUT/throughput_rundirs.tgz" -T -) || echo "no throughput run dirs to keep"
 }
 stage_languages() {
   echo "== cutlass and cute_dsl samples on the GPU"

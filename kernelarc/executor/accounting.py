@@ -42,6 +42,11 @@ class EvalTiming:
     """C++ only: whether the build came from the host's build cache (None: nothing built)."""
     jit_cache_hit: bool = False
     """The runner started with the candidate's JIT caches from the host's cache."""
+    gate_wait_s: float = 0.0
+    """Slot held while waiting for the device: a screen behind a guard run, a guard run for
+    the screens on its device to finish (`device_gate.DeviceGate`)."""
+    beside_screens: int = 0
+    """A candidate's timed run: screens that ran on its device meanwhile."""
 
 
 def eval_timing(
@@ -52,6 +57,8 @@ def eval_timing(
     slot_s: float,
     result: EvalResult | None,
     retries: int = 0,
+    gate_wait_s: float = 0.0,
+    beside_screens: int = 0,
 ) -> EvalTiming:
     """The timing of one evaluation that ended with `result` (None: a SandboxError)."""
     return EvalTiming(
@@ -65,6 +72,8 @@ def eval_timing(
         runner_stage_s=dict(result.stage_s) if result is not None else {},
         build_cached=result.build.cached if result is not None and result.build else None,
         jit_cache_hit=result is not None and result.jit_cache_hit,
+        gate_wait_s=gate_wait_s,
+        beside_screens=beside_screens,
     )
 
 
@@ -127,6 +136,7 @@ class ThroughputMeter:
             builds=sum(1 for t in built if not t.build_cached),
             build_cache_hits=sum(1 for t in built if t.build_cached),
             jit_cache_hits=sum(1 for t in timings if t.jit_cache_hit),
+            timed_beside_screens=sum(1 for t in timed if t.beside_screens),
             stages=_stages(timings, propose_s),
         )
 
@@ -139,6 +149,7 @@ def _stages(timings: list[EvalTiming], propose_s: float) -> dict[str, float]:
         mine = [t for t in timings if t.stage == name]
         stages[name] = sum(t.slot_s for t in mine)
         stages[f"{name}_queue_wait"] = sum(t.queue_wait_s for t in mine)
+        stages[f"{name}_gate_wait"] = sum(t.gate_wait_s for t in mine)
     inside = 0.0
     for timing in timings:
         for name, seconds in timing.runner_stage_s.items():

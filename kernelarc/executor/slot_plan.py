@@ -2,7 +2,9 @@
 
 Pure apart from `visible_gpus`, which reads $CUDA_VISIBLE_DEVICES or asks `nvidia-smi -L`.
 Rules: one timed slot per GPU (one on the CPU), so timed evaluations never share a GPU; on CUDA
-the correctness pool runs only on GPUs taken out of the timed pool.
+the correctness pool runs on GPUs taken out of the timed pool, or, when none is, beside the timed
+slots on their GPUs (`shared_per_gpu` slots each; the executor's `DeviceGate` keeps screens off a
+GPU while the guard times there).
 """
 
 import os
@@ -57,6 +59,7 @@ def plan_slots(
     correctness_gpus: list[int],
     correctness_slots: int,
     max_timed: int | None,
+    shared_per_gpu: int = 0,
 ) -> SlotPlan:
     """The local executor's slots.
 
@@ -67,6 +70,7 @@ def plan_slots(
         correctness_gpus: executor.correctness_gpus (CUDA only).
         correctness_slots: executor.correctness_slots.
         max_timed: budget.max_parallel (None: no cap).
+        shared_per_gpu: executor.screens_per_timed_gpu (CUDA, no `correctness_gpus`).
 
     Raises:
         ConfigError: a listed GPU is not visible, or no GPU is left for timing.
@@ -93,6 +97,8 @@ def plan_slots(
     if correctness_gpus and correctness_slots:
         count = len(correctness_gpus)
         correctness = tuple(correctness_gpus[i % count] for i in range(correctness_slots))
+    elif correctness_slots and shared_per_gpu:
+        correctness = tuple(gpu for _ in range(shared_per_gpu) for gpu in timed)
     return SlotPlan(timed=tuple(timed), correctness=correctness)
 
 

@@ -60,14 +60,18 @@ class ThroughputReport(RecordModel):
     jit_cache_hits: int = Field(default=0, ge=0)
     """Evaluations that started with the candidate's JIT caches (torch.compile, Triton) from
     the host's cache."""
+    timed_beside_screens: int = Field(default=0, ge=0)
+    """Candidates' timed evaluations during which a correctness screen ran on the same device
+    (their results carry a note; the guard's runs never have one beside them)."""
     stages: dict[str, float] = Field(default_factory=dict)
     """Seconds per stage, summed over the campaign's evaluations (they overlap in time when
     slots run in parallel): `propose` (agents proposing), `screen`, `timing`, `guard` (slot time
     of correctness screens, of candidates' timed evaluations, of the guard's re-timing and
-    confirmation runs) and `<stage>_queue_wait` (their waits for a slot); `runner_build`,
-    `runner_jit_warm_up`, `runner_worker_start`, `runner_inputs`, `runner_correctness`,
-    `runner_timing`, `runner_reference_timing`, `runner_interleaved_timing` (the judges' own
-    measurements, over every evaluation), and
+    confirmation runs), `<stage>_queue_wait` (their waits for a slot) and `<stage>_gate_wait`
+    (slot held waiting for the device: screens behind a guard run, a guard run for screens);
+    `runner_build`, `runner_jit_warm_up`, `runner_worker_start`, `runner_inputs`,
+    `runner_correctness`, `runner_timing`, `runner_reference_timing`,
+    `runner_interleaved_timing` (the judges' own measurements, over every evaluation), and
     `sandbox_other` (sandbox time outside those: process start or the wait for a warm spare,
     imports, the jail, result handling)."""
 

@@ -2,6 +2,9 @@
 candidate out of the timed pool, a passing one is timed with the full protocol, and without a
 correctness pool nothing is screened."""
 
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -10,14 +13,15 @@ from kernelarc.campaign.device import resolve_device
 from kernelarc.config import ExecutorConfig, SandboxConfig
 from kernelarc.errors import ConfigError
 from kernelarc.executor import NotAdmitted, make_executor
-from kernelarc.executor.pooled import SCREEN_NOTE
+from kernelarc.executor.local_executor import LocalExecutor
+from kernelarc.executor.pooled import SCREEN_NOTE, screening_request
 from kernelarc.problems.files import load_problem
 from kernelarc.schema import EvalRequest, EvalStatus, Solution, TimingConfig
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
 
-def _request(kernel: str) -> EvalRequest:
+def _request(kernel: str, source: str | None = None) -> EvalRequest:
     problem = load_problem(SAMPLES / "problems" / "vector_add")
     solution = Solution.model_validate(
         {
@@ -33,7 +37,7 @@ def _request(kernel: str) -> EvalRequest:
             "sources": [
                 {
                     "path": f"{kernel}.py",
-                    "content": (SAMPLES / "kernels" / f"{kernel}.py").read_text(),
+                    "content": source or (SAMPLES / "kernels" / f"{kernel}.py").read_text(),
                 }
             ],
         }
@@ -102,6 +106,49 @@ def test_without_a_pool_nothing_is_screened() -> None:
         assert (report.correctness_evaluations, report.timed_evaluations) == (0, 1)
     finally:
         executor.close()
+
+
+SLOW_ADD = "import time\n\ndef run(x, y):\n    time.sleep(0.3)\n    return x + y\n"
+
+
+def test_the_guard_times_alone_and_a_candidate_beside_a_screen_says_so() -> None:
+    """On the CPU the timed slot and the screen share the device: a guard run waits for the
+    screen running there; a candidate's timed run does not, and its result notes the screen."""
+    executor = make_executor(ExecutorConfig(), SandboxConfig(), "cpu", None, resolve_device)
+    assert isinstance(executor, LocalExecutor)
+    slow = screening_request(_request("add_slow", SLOW_ADD))
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            screen = pool.submit(
+                executor.evaluate, slow, timeout_s=300, kind="correctness", stage="screen"
+            )
+            _until(lambda: executor.screens_running() == 1 or screen.done())
+            assert not screen.done(), "the slow screen ended before the guard asked"
+            guard = executor.evaluate(_request("add_return"), timeout_s=300, stage="guard")
+            assert screen.done(), "the guard's run ended while the screen still held the device"
+            assert _statuses(guard.traces) == {EvalStatus.PASSED}
+            assert not any("screen(s)" in note for note in guard.sandbox_notes)
+
+            screen = pool.submit(
+                executor.evaluate, slow, timeout_s=300, kind="correctness", stage="screen"
+            )
+            _until(lambda: executor.screens_running() == 1 or screen.done())
+            assert not screen.done(), "the slow screen ended before the candidate asked"
+            timed = executor.evaluate(_request("add_return"), timeout_s=300, stage="timing")
+            assert _statuses(screen.result().traces) == {EvalStatus.PASSED}
+        assert any("1 correctness screen(s)" in note for note in timed.sandbox_notes)
+        report = executor.throughput(wall_s=1.0, candidates=2)
+        assert report.timed_beside_screens == 1
+        assert report.stages["guard_gate_wait"] > 0
+    finally:
+        executor.close()
+
+
+def _until(condition: Callable[[], bool], timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.01)
 
 
 def test_cuda_without_a_gpu_is_a_config_error() -> None:

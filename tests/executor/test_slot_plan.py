@@ -34,6 +34,33 @@ def test_cuda_slots(
     assert not set(plan.timed) & set(plan.correctness), "correctness work on a timing GPU"
 
 
+@pytest.mark.parametrize(
+    ("gpus", "correctness_gpus", "slots", "shared", "correctness"),
+    [
+        pytest.param(None, [], 1, 2, (0, 1, 2, 3, 0, 1, 2, 3), id="two-screens-beside-each"),
+        pytest.param([1], [], 1, 3, (1, 1, 1), id="beside-the-listed-gpu"),
+        pytest.param(None, [3], 2, 2, (3, 3), id="held-back-gpus-win"),
+        pytest.param(None, [], 0, 2, (), id="zero-slots-no-pool-at-all"),
+        pytest.param(None, [], 1, 0, (), id="zero-shared-no-pool"),
+    ],
+)
+def test_screens_share_the_timed_gpus_without_correctness_gpus(
+    gpus: list[int] | None,
+    correctness_gpus: list[int],
+    slots: int,
+    shared: int,
+    correctness: tuple[int, ...],
+) -> None:
+    plan = plan_slots("cuda", [0, 1, 2, 3], gpus, correctness_gpus, slots, None, shared)
+    assert plan.correctness == correctness
+    assert len(set(plan.timed)) == len(plan.timed), "two timed slots share a GPU"
+
+
+def test_config_refuses_negative_shared_screens() -> None:
+    with pytest.raises(ConfigError, match=r"executor\.screens_per_timed_gpu"):
+        ExecutorConfig(screens_per_timed_gpu=-1)
+
+
 def test_cpu_has_one_timed_slot_and_the_pool() -> None:
     plan = plan_slots("cpu", [], None, [], 2, None)
     assert plan.timed == (None,)
