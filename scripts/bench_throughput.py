@@ -347,7 +347,7 @@ def _table(result: dict[str, Any]) -> str:
         )
     if result.get("ray_missing"):
         lines.append(f"\nNOTE: {result['ray_missing']}; measured with executor=local instead.")
-    lines += ["", _stage_table(result)]
+    lines += ["", _stage_table(result), "", _timed_run_table(result)]
     return "\n".join(lines)
 
 
@@ -390,6 +390,43 @@ def _stage_table(result: dict[str, Any]) -> str:
             f"| {t['executor']} | {run['gpus']} | {run.get('screens', '')} | {cells} | "
             f"{waits:.1f} | {gates:.1f} | "
             f"{t.get('builds', 0)} ({t.get('build_cache_hits', 0)}) |"
+        )
+    return "\n".join(lines)
+
+
+#: Runner stages of a candidate's timed run (`timing_runner_<name>` in ThroughputReport.stages).
+TIMED_RUN_STAGES = (
+    "jit_warm_up",
+    "worker_start",
+    "inputs",
+    "correctness",
+    "timing",
+    "reference_timing",
+    "interleaved_timing",
+)
+
+
+def _timed_run_table(result: dict[str, Any]) -> str:
+    """Mean seconds per candidate's timed run, by runner stage, and the slot time around them
+    (process start or spare wait, staging, result read-back)."""
+    head = " | ".join(TIMED_RUN_STAGES)
+    lines = [
+        f"| executor | GPUs | screens/GPU | timed runs | slot s | {head} | outside the runner |",
+        "|---|---|---|---|---|" + "---|" * (len(TIMED_RUN_STAGES) + 1),
+    ]
+    for run in result["runs"]:
+        t = run.get("throughput")
+        if not t:
+            continue
+        stages = t.get("stages", {})
+        timed = t["candidates"] - t["screened_out"]  # one timed run each (guard runs aside)
+        count = max(1, timed)
+        inside = [stages.get(f"timing_runner_{k}", 0.0) / count for k in TIMED_RUN_STAGES]
+        slot = stages.get("timing", 0.0) / count
+        cells = " | ".join(f"{v:.2f}" for v in inside)
+        lines.append(
+            f"| {t['executor']} | {run['gpus']} | {run.get('screens', '')} | "
+            f"{timed} | {slot:.2f} | {cells} | {slot - sum(inside):.2f} |"
         )
     return "\n".join(lines)
 

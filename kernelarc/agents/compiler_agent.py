@@ -11,7 +11,8 @@ variant is judged, `conclude` compares it with the eager reference it measured
 
 A compiled variant fixes Inductor's options before its first call (`PINNED_OPTIONS`): the
 mode's options (`torch._inductor.list_mode_options`, passed as `options=` since torch.compile
-takes a mode or options, not both) plus `compile_threads=1` and `autotune_in_subproc=False`.
+takes a mode or options, not both) plus `compile_threads=1`, `autotune_in_subproc=False` and
+`autotune_local_cache=False` (see PINNED_OPTIONS).
 With several compile threads Inductor starts a compile worker pool whose reader thread answers
 a readiness job asynchronously and whose idle timer thread starts when that answer arrives,
 which can be after the first call, during timing: both thread-injection checks (KernelArc's
@@ -88,7 +89,18 @@ VARIANTS: tuple[CompileVariant, ...] = (
 
 
 #: Inductor options every compiled variant sets, whatever its mode (module docstring).
-PINNED_OPTIONS: dict[str, int | bool] = {"compile_threads": 1, "autotune_in_subproc": False}
+PINNED_OPTIONS: dict[str, int | bool] = {
+    "compile_threads": 1,
+    "autotune_in_subproc": False,
+    "autotune_local_cache": False,
+}
+"""`autotune_local_cache=False`: Inductor writes a reduction's chosen config next to the kernel
+file whose absolute path its FX graph cache entry keeps (the bundled autotuner is pickled). The
+host hands a candidate's JIT caches to its later runs (screen, then timed run and guard runs),
+each in a new runner dir, so on a cache hit that path names the first run's dir, gone or
+read-only: `OSError: Read-only file system` in `autotune_cache._put`, a RUNTIME_ERROR of
+the candidate's timed run (seen on the H200, 2026-12-04). Without the local autotune cache the
+kernels still come from the restored caches; the config is chosen again at the first call."""
 
 
 def render_compiled_source(definition: Definition, variant: CompileVariant) -> str:
@@ -110,7 +122,8 @@ def render_compiled_source(definition: Definition, variant: CompileVariant) -> s
         f"# KernelArc compiler agent: the reference `run` above under torch.compile("
         f"{variant.call_args()}).\n"
         "# Inductor compiles in the calling thread (compile_threads=1) and autotunes in this\n"
-        "# process: no compile worker pool whose threads start after the first call.\n"
+        "# process: no compile worker pool whose threads start after the first call; no local\n"
+        "# autotune cache, whose path a restored FX graph cache entry would name wrongly.\n"
         "import torch as _kernelarc_torch\n"
         "import torch._inductor as _kernelarc_inductor\n\n"
         "_reference_run = run\n"

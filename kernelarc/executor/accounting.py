@@ -154,6 +154,9 @@ def _stages(timings: list[EvalTiming], propose_s: float) -> dict[str, float]:
     for timing in timings:
         for name, seconds in timing.runner_stage_s.items():
             stages[f"runner_{name}"] = stages.get(f"runner_{name}", 0.0) + seconds
+            if timing.stage:  # the same, per evaluation stage: what a timed run itself costs
+                key = f"{timing.stage}_runner_{name}"
+                stages[key] = stages.get(key, 0.0) + seconds
             inside += seconds
     # Process start (or the wait for a warm spare), imports, result handling, the jail.
     stages["sandbox_other"] = max(0.0, sum(t.sandbox_s for t in timings) - inside)

@@ -71,7 +71,8 @@ class ThroughputReport(RecordModel):
     (slot held waiting for the device: screens behind a guard run, a guard run for screens);
     `runner_build`, `runner_jit_warm_up`, `runner_worker_start`, `runner_inputs`,
     `runner_correctness`, `runner_timing`, `runner_reference_timing`,
-    `runner_interleaved_timing` (the judges' own measurements, over every evaluation), and
+    `runner_interleaved_timing` (the judges' own measurements, over every evaluation; and
+    per evaluation stage as `<stage>_runner_<name>`, e.g. `timing_runner_correctness`), and
     `sandbox_other` (sandbox time outside those: process start or the wait for a warm spare,
     imports, the jail, result handling)."""
 

@@ -236,3 +236,36 @@ def _has_account(number: int) -> bool:
     except KeyError:
         return False
     return True
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", ["compile-default", "compile-max-autotune-no-cudagraphs"])
+def test_compiled_variants_pass_again_from_the_hosts_jit_cache_on_cuda(
+    variant: str, tmp_path: Path
+) -> None:
+    """A compiled variant evaluated twice by a sandbox with the host's JIT cache: the second run
+    starts from the first run's Inductor and Triton caches in a new runner dir and must PASS
+    (it was a RUNTIME_ERROR: the restored graph named the first dir for its autotune cache)."""
+    problem = resolve_problem("rmsnorm", "workload_gpu.jsonl")
+    proposal = next(
+        p
+        for p in _all(CompilerAgent(), AgentContext(problem=problem, device="cuda"))
+        if p.knobs["variant"] == variant
+    )
+    request = EvalRequest(
+        definition=problem.definition,
+        workloads=list(problem.workloads)[:2],
+        solution=proposal.solution,
+        device="cuda",
+        seed=7,
+        correctness_rounds=2,
+        timing=TimingConfig(warmup=2, iterations=10),
+        problem_dir=str(problem.path),
+    )
+    with LocalSandbox(build_cache=tmp_path / "cache", warm_spare=False) as sandbox:
+        results = [sandbox.evaluate(request, timeout_s=500) for _ in range(2)]
+    assert [r.jit_cache_hit for r in results] == [False, True]
+    for result in results:
+        statuses = [t.evaluation.status for t in result.traces if t.evaluation is not None]
+        logs = [t.evaluation.log[-1500:] for t in result.traces if t.evaluation is not None]
+        assert statuses == [EvalStatus.PASSED] * len(request.workloads), logs
