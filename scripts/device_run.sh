@@ -10,7 +10,8 @@
 #             KernelBench problems carried there) for SUITE_TIME seconds (default 400; a timeout
 #             90 s longer stops it, and the outputs written after each problem remain):
 #             $OUT/suite.{json,md,log}; SUITE_ARGS: extra options, e.g. "--budget 8"
-#   tests     the gpu-marked tests: 4 xdist workers (file-grouped), then the hostile GPU suite
+#   tests     the gpu-marked tests: 4 xdist workers (file-grouped), then the hostile GPU suite;
+#             TESTS_PATHS: only these test files (and no hostile suite)
 #             alone (it times kernels that never finish): $OUT/gpu_tests*.log
 #   hostile   the hostile GPU suite alone (part of `tests`): $OUT/gpu_tests_hostile.log
 #   kernelgen the kernel generator's gpu tests, then scripts/bench_kernelgen.py on the problem dirs
@@ -90,11 +91,12 @@ stage_kernelgen() {
   echo "bench_kernelgen exit status: $?"; tail -3 "$OUT/kernelgen.log"; cat "$OUT/kernelgen.md"
 }
 stage_tests() {
-  echo "== gpu tests"
+  echo "== gpu tests ${TESTS_PATHS:-(all)}"
+  # shellcheck disable=SC2086  # TESTS_PATHS is a list of test files (default: every gpu test)
   timeout "${TESTS_TIMEOUT:-900}" python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" -W ignore -n 4 --dist loadfile \
     --continue-on-collection-errors \
-    --ignore tests/execution/test_hostile_gpu.py 2>&1 | tee "$OUT/gpu_tests.log" | tail -15
-  stage_hostile
+    --ignore tests/execution/test_hostile_gpu.py ${TESTS_PATHS:-} 2>&1 | tee "$OUT/gpu_tests.log" | tail -15
+  if [ -z "${TESTS_PATHS:-}" ]; then stage_hostile; fi
 }
 stage_hostile() {
   timeout "${TESTS_TIMEOUT:-900}" python3 -m pytest tests/execution/test_hostile_gpu.py -q -p no:cacheprovider -o addopts="" \
