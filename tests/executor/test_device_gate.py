@@ -12,7 +12,7 @@ WAIT_S = 10.0
 
 
 def test_the_guard_waits_for_running_screens_and_later_screens_wait_for_the_guard() -> None:
-    gate = DeviceGate()
+    gate = DeviceGate(grace_s=0.0)
     events: list[str] = []
     screen_may_end = threading.Event()
     guard_may_end = threading.Event()
@@ -44,6 +44,27 @@ def test_the_guard_waits_for_running_screens_and_later_screens_wait_for_the_guar
         for future in (first, guarded, second):
             future.result(WAIT_S)
     assert events == ["s1 start", "s1 end", "guard start", "guard end", "s2 start", "s2 end"]
+
+
+def test_the_next_run_of_a_guard_challenge_does_not_wait_for_a_screen_that_asked_between() -> None:
+    gate = DeviceGate(grace_s=2.0)
+    events: list[str] = []
+
+    def screen() -> None:
+        with gate.shared():
+            events.append("screen")
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        with gate.exclusive():
+            events.append("guard 1")
+            waiting = pool.submit(screen)
+        _until(lambda: waiting.running())
+        with gate.exclusive():  # within the grace: at once, the screen still waits
+            events.append("guard 2")
+        assert not waiting.done()
+        assert events == ["guard 1", "guard 2"]
+        waiting.result(2 * WAIT_S)  # and it runs once the grace is over
+    assert events == ["guard 1", "guard 2", "screen"]
 
 
 def test_screens_share_the_device() -> None:
