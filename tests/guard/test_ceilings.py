@@ -22,7 +22,6 @@ from kernelarc.config import GuardConfig, RooflineConfig
 from kernelarc.guard import roofline_for
 from kernelarc.guard.ceilings import (
     CACHE_ENV,
-    MeasuredCeiling,
     cache_key,
     cache_path,
     gpu_identity,
@@ -32,6 +31,7 @@ from kernelarc.guard.ceilings import (
     store_in_cache,
 )
 from kernelarc.problems.builtin_set import resolve_problem
+from kernelarc.schema.ceiling import MeasuredCeiling
 
 
 def _entry(
