@@ -18,9 +18,10 @@ from pathlib import Path
 
 from kernelarc.errors import ConfigError
 from kernelarc.guard.score import ProblemScore, score_attempt
+from kernelarc.guard.sol_bounds import sol_bounds
 from kernelarc.problems.files import Problem
 from kernelarc.schema import Attempt, Solution
-from leaderboard.inputs import CampaignInput, check_definitions, load_run_dir, sol_bounds
+from leaderboard.inputs import CampaignInput, check_definitions, load_run_dir
 from leaderboard.reference_floor import Floor, apply_floor, campaign_reference
 from leaderboard.rules import check_exportable, explicit_solution
 from leaderboard.selection import Candidate, Choice, Selection, qualifies, select

@@ -8,24 +8,19 @@ that dir still exists, and are missing otherwise.
 """
 
 import hashlib
-import importlib.util
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from kernelarc.campaign.run_record import CampaignRecord, read_campaign_record
 from kernelarc.errors import ConfigError, KernelarcError
 from kernelarc.problems.files import Problem, load_problem
-from kernelarc.rundir import ATTEMPTS_FILE, CAMPAIGN_FILE, CONFIG_FILE
+from kernelarc.rundir import ATTEMPTS_FILE, CAMPAIGN_FILE, CONFIG_FILE, PROBLEM_DIR
 from kernelarc.schema import Attempt, Definition
 from kernelarc.tracking.attempts_log import read_attempts
 
 logger = logging.getLogger(__name__)
-
-PROBLEM_SUBDIR = "problem"
-"""The run dir's copy of the problem files (definition.json + workload.jsonl)."""
-"""The run dir's resolved config."""
 
 
 @dataclass(frozen=True)
@@ -165,48 +160,11 @@ def check_definitions(inputs: Sequence[CampaignInput]) -> dict[str, Problem]:
     return {name: problem for name, (problem, _) in found.items()}
 
 
-def sol_bounds(attempt: Attempt, problem: Problem | None) -> tuple[Mapping[str, float] | None, str]:
-    """T_SOL per workload uuid for an attempt, and its label; (None, '') when unavailable.
-
-    The guard's recorded roofline bounds come first (computed for the device that measured the
-    attempt). Otherwise, when `kernelarc.guard.roofline` exists and the problem files are here,
-    the bound is computed with the default ceilings of that device; else there is none.
-    """
-    guard = getattr(attempt, "guard", None)
-    recorded = getattr(guard, "roofline", None) or []
-    if recorded:
-        device = getattr(guard, "device", "") or "unknown device"
-        return {b.workload: b.bound_ms for b in recorded}, f"guard roofline ({device})"
-    if problem is None or importlib.util.find_spec("kernelarc.guard.roofline") is None:
-        return None, ""
-    from kernelarc.config import RooflineConfig
-    from kernelarc.guard.roofline import Ceiling, roofline_bounds
-
-    cpu = any(
-        t.evaluation.performance.timing_method == "cpu_monotonic"
-        for t in attempt.traces
-        if t.evaluation is not None and t.evaluation.performance is not None
-    )
-    hardware = next((t.evaluation.environment.hardware for t in attempt.traces if t.evaluation), "")
-    key, ceiling = RooflineConfig().ceiling_for("cpu" if cpu else "cuda", hardware)
-    workloads = {w.uuid: w for w in problem.workloads}
-    wanted = [workloads[t.workload.uuid] for t in attempt.traces if t.workload.uuid in workloads]
-    try:
-        bounds = roofline_bounds(
-            problem.definition,
-            wanted,
-            Ceiling(ceiling.copy_bytes_per_s, ceiling.matmul_flops_per_s),
-        )
-    except (ValueError, KeyError):
-        return None, ""
-    return {b.workload: b.bound_ms for b in bounds}, f"roofline ({key}, default ceilings)"
-
-
 def _load_problem(run_dir: Path) -> Problem | None:
-    folder = run_dir / PROBLEM_SUBDIR
+    folder = run_dir / PROBLEM_DIR
     if not (folder / "definition.json").is_file():
         logger.warning(
-            "%s: no %s/definition.json; exporting without problem files", run_dir, PROBLEM_SUBDIR
+            "%s: no %s/definition.json; exporting without problem files", run_dir, PROBLEM_DIR
         )
         return None
     try:

@@ -62,7 +62,7 @@ from kernelarc.guard.verdict import Judgement
 from kernelarc.llm.usage import log_team_usage
 from kernelarc.problems.builtin_set import resolve_problem
 from kernelarc.problems.files import Problem
-from kernelarc.rundir import ATTEMPTS_FILE
+from kernelarc.rundir import ATTEMPTS_FILE, PROBLEM_DIR
 from kernelarc.schema import (
     Attempt,
     EvalRequest,
@@ -207,7 +207,7 @@ def run_campaign(
     )
     device = executor.device
     run_dir.mkdir(parents=True, exist_ok=True)
-    problem_copy = run_dir / "problem"
+    problem_copy = run_dir / PROBLEM_DIR
     if not (resuming and (problem_copy / "definition.json").is_file()):
         _copy_problem(problem, problem_copy, cfg.workloads)
     # Ceilings before any candidate runs: measured on an idle GPU (cached per model/driver).

@@ -3,7 +3,7 @@ with the bounds looked up.
 
 Place in the flow: `kernelarc campaign` and `kernelarc sync` hand a `SolScorer` to the MLflow
 tracker (metric `eval/sol_score`), and `kernelarc report` scores incumbents with it; the
-exporter calls the same `score_attempt` with the same bounds (`leaderboard.inputs.sol_bounds`:
+exporter calls the same `score_attempt` with the same bounds (`guard.sol_bounds.sol_bounds`:
 the guard's recorded roofline bound, else one from the problem files), so an attempt has one
 SOL score in MLflow, in the report and in scores.csv.
 """
@@ -13,9 +13,10 @@ from pathlib import Path
 
 from kernelarc.errors import KernelarcError
 from kernelarc.guard.score import score_attempt
+from kernelarc.guard.sol_bounds import sol_bounds
 from kernelarc.problems.files import Problem, load_problem
+from kernelarc.rundir import PROBLEM_DIR
 from kernelarc.schema import Attempt, EvalStatus
-from leaderboard.inputs import PROBLEM_SUBDIR, sol_bounds
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ class SolScorer:
     @classmethod
     def for_run_dir(cls, run_dir: Path) -> "SolScorer":
         """A scorer over the run dir's copy of the problem (`<run dir>/problem`)."""
-        return cls(problem_dir=run_dir / PROBLEM_SUBDIR)
+        return cls(problem_dir=run_dir / PROBLEM_DIR)
 
     def __call__(self, attempt: Attempt) -> float | None:
         """The attempt's SOL score (mean over workloads), or None."""

@@ -15,6 +15,8 @@ CONCLUSIONS_FILE = "conclusions.jsonl"
 """The shared memory's conclusions and retractions (kernelarc/coordination/memory.py)."""
 LEDGER_FILE = "mlflow_ledger.jsonl"
 """What reached MLflow, for `kernelarc sync` (kernelarc/tracking/sync_ledger.py)."""
+PROBLEM_DIR = "problem"
+"""The campaign's copy of its problem files (definition.json, the workload file, blobs)."""
 FAILED_JOBS_FILE = "failed_jobs.jsonl"
 """A sweep's failed jobs, in the sweep dir (kernelarc/sweep_summary.py)."""
 
@@ -25,4 +27,5 @@ __all__ = [
     "CONFIG_FILE",
     "FAILED_JOBS_FILE",
     "LEDGER_FILE",
+    "PROBLEM_DIR",
 ]

@@ -4,6 +4,7 @@ import csv
 import io
 import json
 import re
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from kernelarc.errors import ConfigError
 from kernelarc.problems.files import load_problem, load_solution
+from kernelarc.rundir import PROBLEM_DIR
 from kernelarc.schema import EvalStatus, Trace, Verdict
 from leaderboard import export_leaderboard, export_run, plan_export, qualifies
 from leaderboard.inputs import CampaignInput, load_run_dir, load_run_dirs
@@ -211,18 +213,13 @@ def test_the_speedup_interval_survives_attempts_jsonl_into_the_export(
 
 
 def test_sol_score_is_empty_without_a_bound(
-    tmp_path: Path, make_attempt: MakeAttempt, write_run: WriteRun, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, make_attempt: MakeAttempt, write_run: WriteRun
 ) -> None:
-    """No recorded bound and no roofline module: T_SOL and the score stay empty."""
-    import importlib.util
-
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util,
-        "find_spec",
-        lambda name, *a: None if name == "kernelarc.guard.roofline" else real(name, *a),
-    )
-    export_run(write_run([make_attempt(0)]), tmp_path / "out")
+    """No recorded bound and no problem files to compute one from: T_SOL and the score stay
+    empty (the solution is still exported)."""
+    run_dir = write_run([make_attempt(0)])
+    shutil.rmtree(run_dir / PROBLEM_DIR)
+    export_run(run_dir, tmp_path / "out")
     row = _scores(tmp_path / "out")[0]
     assert (row["t_sol_ms"], row["sol_score"], row["t_sol_source"]) == ("", "", "")
 
