@@ -1,6 +1,6 @@
 """Export campaigns' best accepted solutions as a SOL-ExecBench leaderboard submission.
 
-Place in the flow: the last step. `plan_export` reads CampaignInputs (run dirs or MLflow,
+Place in the flow: the last step. `plan_export` reads CampaignSources (run dirs or MLflow,
 `leaderboard.inputs`), keeps accepted attempts (`selection.qualifies`), scores them
 (`kernelarc.guard.score.score_attempt`), picks one per problem by latency (`selection.py`),
 never one slower than its campaign's reference (`reference_floor.py`), and checks it against
@@ -20,8 +20,9 @@ from kernelarc.errors import ConfigError
 from kernelarc.guard.score import ProblemScore, score_attempt
 from kernelarc.guard.sol_bounds import sol_bounds
 from kernelarc.problems.files import Problem
+from kernelarc.rundir.reader import CampaignSource
 from kernelarc.schema import Attempt, Solution
-from leaderboard.inputs import CampaignInput, check_definitions, load_run_dir
+from leaderboard.inputs import check_definitions, load_run_dir
 from leaderboard.reference_floor import Floor, apply_floor, campaign_reference
 from leaderboard.rules import check_exportable, explicit_solution
 from leaderboard.selection import Candidate, Choice, Selection, qualifies, select
@@ -71,7 +72,7 @@ class ExportedProblem:
 class Plan:
     """What an export writes, before anything is written."""
 
-    inputs: tuple[CampaignInput, ...]
+    inputs: tuple[CampaignSource, ...]
     """The campaigns read."""
     problems: tuple[ExportedProblem, ...]
     """Exported problems, by name."""
@@ -83,7 +84,7 @@ class Plan:
     """`--timestamp` or `latest finished_at of the input attempts`."""
 
 
-def plan_export(inputs: Sequence[CampaignInput], timestamp: str | None = None) -> Plan:
+def plan_export(inputs: Sequence[CampaignSource], timestamp: str | None = None) -> Plan:
     """Select, score and check what would be exported; writes nothing.
 
     Raises:
@@ -151,7 +152,7 @@ def write_export(plan: Plan, out_dir: Path, *, sources: bool = False) -> list[Pa
 
 
 def export_leaderboard(
-    inputs: Sequence[CampaignInput],
+    inputs: Sequence[CampaignSource],
     out_dir: Path,
     *,
     sources: bool = False,
@@ -197,7 +198,7 @@ def _write_problem(target: Path, item: ExportedProblem, *, sources: bool) -> lis
 class _Floors:
     """Per campaign (input order) and problem: what the reference floor needs, computed once."""
 
-    def __init__(self, inputs: Sequence[CampaignInput], known: dict[str, Problem]) -> None:
+    def __init__(self, inputs: Sequence[CampaignSource], known: dict[str, Problem]) -> None:
         self.inputs = inputs
         self.known = known
         self.floors: dict[tuple[int, str], Floor] = {}
@@ -238,7 +239,7 @@ class _Floors:
 
 
 def _problem_for(
-    campaign: CampaignInput, attempt: Attempt, known: dict[str, Problem]
+    campaign: CampaignSource, attempt: Attempt, known: dict[str, Problem]
 ) -> Problem | None:
     """The attempt's problem files: its campaign's, else another input's with the same definition
     when its workloads cover the attempt's traces."""

@@ -1,47 +1,27 @@
-"""What the exporter reads: campaign run dirs or an MLflow experiment, as CampaignInputs.
+"""What the exporter reads: campaign run dirs or an MLflow experiment, as CampaignSources.
 
 Place in the flow: `kernelarc export` loads inputs here, `leaderboard.export` plans and writes.
-A run dir gives `attempts.jsonl` (the source of truth), `campaign.json`, `config.yaml` and
-`problem/`. An MLflow campaign gives its attempts from the artifacts; its problem files are not
-artifacts, so they come from the run dir named by the parent run's `kernelarc.run_dir` tag when
-that dir still exists, and are missing otherwise.
+The reading is `kernelarc.rundir.reader`'s, shared with `kernelarc report`; this module adds the
+exporter's policy: a campaign with no attempt, or with an unreadable problem copy, is an error;
+one without problem files is exported without them (a warning). An MLflow campaign's problem
+files are not artifacts: they come from the run dir named by the parent run's `kernelarc.run_dir`
+tag when that dir still exists.
 """
 
-import hashlib
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from kernelarc.campaign.run_record import CampaignRecord, read_campaign_record
-from kernelarc.errors import ConfigError, KernelarcError
-from kernelarc.problems.files import Problem, load_problem
-from kernelarc.rundir import ATTEMPTS_FILE, CAMPAIGN_FILE, CONFIG_FILE, PROBLEM_DIR
-from kernelarc.schema import Attempt, Definition
-from kernelarc.tracking.attempts_log import read_attempts
+from kernelarc.errors import ConfigError
+from kernelarc.problems.files import Problem
+from kernelarc.rundir import ATTEMPTS_FILE, PROBLEM_DIR
+from kernelarc.rundir.reader import CampaignSource, read_experiment, read_run_dir
+from kernelarc.schema import Definition
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class CampaignInput:
-    """One campaign, from a run dir or from MLflow."""
-
-    label: str
-    """The run dir as given, or `mlflow:<experiment>/<run id>`."""
-    attempts: tuple[Attempt, ...]
-    """Every attempt, by index."""
-    problem: Problem | None
-    """The problem files (None: not available)."""
-    record: CampaignRecord | None = None
-    """campaign.json (None: not available)."""
-    config_sha256: str | None = None
-    """sha256 of the resolved config.yaml (None: not available)."""
-    mlflow_run_id: str | None = None
-    """The parent run id, for MLflow inputs."""
-
-
-def load_run_dirs(run_dirs: Sequence[Path]) -> list[CampaignInput]:
+def load_run_dirs(run_dirs: Sequence[Path]) -> list[CampaignSource]:
     """Load campaign run dirs, in the order given.
 
     Raises:
@@ -62,78 +42,56 @@ def load_run_dirs(run_dirs: Sequence[Path]) -> list[CampaignInput]:
     return inputs
 
 
-def load_run_dir(run_dir: Path) -> CampaignInput:
+def load_run_dir(run_dir: Path) -> CampaignSource:
     """Load one campaign run dir (see load_run_dirs)."""
-    if not run_dir.is_dir():
-        msg = f"{run_dir}: run dir not found; pass the dir of a KernelArc campaign run"
-        raise ConfigError(msg)
-    log = run_dir / ATTEMPTS_FILE
-    if not log.is_file():
-        msg = f"{run_dir}: not a KernelArc run dir (no {ATTEMPTS_FILE})"
-        raise ConfigError(msg)
-    try:
-        attempts = read_attempts(log)
-    except KernelarcError as exc:
-        msg = f"{run_dir}: unreadable run: {exc}"
-        raise ConfigError(msg) from exc
-    if not attempts:
-        msg = f"{run_dir}: empty run: no attempts recorded in {ATTEMPTS_FILE}; nothing to export"
-        raise ConfigError(msg)
-    return CampaignInput(
-        label=str(run_dir),
-        attempts=tuple(sorted(attempts, key=lambda a: a.index)),
-        problem=_load_problem(run_dir),
-        record=_load_record(run_dir),
-        config_sha256=_sha256(run_dir / CONFIG_FILE),
-    )
+    source = _exportable(read_run_dir(run_dir))
+    if source.problem is None:
+        logger.warning(
+            "%s: no %s/definition.json; exporting without problem files", run_dir, PROBLEM_DIR
+        )
+    return source
 
 
-def load_experiment(tracking_uri: str, experiment: str) -> list[CampaignInput]:
+def load_experiment(tracking_uri: str, experiment: str) -> list[CampaignSource]:
     """Load every campaign of an MLflow experiment (oldest first).
 
     Raises:
         ConfigError: the experiment is missing or has no campaign, or a campaign has no attempt.
         TrackingError: MLflow or its artifact store failed, or an artifact is invalid.
     """
-    # Imported here: mlflow costs a second and most exports never need it.
-    from kernelarc.tracking.mlflow_reader import read_experiment
-
     campaigns = read_experiment(tracking_uri, experiment)
     if not campaigns:
         msg = f"MLflow experiment {experiment!r} at {tracking_uri} has no campaign run"
         raise ConfigError(msg)
-    inputs = []
-    for run in campaigns:
-        label = f"mlflow:{experiment}/{run.run_id}"
-        if not run.attempts:
-            msg = f"{label}: empty run: no attempt artifacts (attempts/*/attempt.json)"
-            raise ConfigError(msg)
-        run_dir = Path(run.run_dir) if run.run_dir else None
-        problem = record = None
-        if run_dir is not None and run_dir.is_dir():
-            problem, record = _load_problem(run_dir), _load_record(run_dir)
-        else:
+    for campaign in campaigns:
+        _exportable(campaign)
+        if campaign.run_dir is None and campaign.problem is None:
             logger.warning(
                 "%s: the problem files are not MLflow artifacts and the run dir %s is gone; "
                 "exporting without problem/ (no --verify, no roofline T_SOL unless recorded)",
-                label,
-                run.run_dir,
+                campaign.label,
+                campaign.recorded_run_dir or "(none recorded)",
             )
-        sha = hashlib.sha256(run.config_yaml.encode()).hexdigest() if run.config_yaml else None
-        inputs.append(
-            CampaignInput(
-                label=label,
-                attempts=tuple(run.attempts),
-                problem=problem,
-                record=record,
-                config_sha256=sha,
-                mlflow_run_id=run.run_id,
-            )
+    return campaigns
+
+
+def _exportable(source: CampaignSource) -> CampaignSource:
+    """`source`, or a ConfigError when it has no attempt or an unreadable problem copy."""
+    if not source.attempts and source.mlflow_run_id is not None and source.run_dir is None:
+        msg = f"{source.label}: empty run: no attempt artifacts (attempts/*/attempt.json)"
+        raise ConfigError(msg)
+    if not source.attempts:
+        msg = (
+            f"{source.label}: empty run: no attempts recorded in {ATTEMPTS_FILE}; nothing to export"
         )
-    return inputs
+        raise ConfigError(msg)
+    if source.problem_error:
+        msg = f"{source.label}: unreadable run: {source.problem_error}"
+        raise ConfigError(msg)
+    return source
 
 
-def check_definitions(inputs: Sequence[CampaignInput]) -> dict[str, Problem]:
+def check_definitions(inputs: Sequence[CampaignSource]) -> dict[str, Problem]:
     """The problem files per definition name, from the first input that has them.
 
     Raises:
@@ -158,40 +116,6 @@ def check_definitions(inputs: Sequence[CampaignInput]) -> dict[str, Problem]:
             )
             raise ConfigError(msg)
     return {name: problem for name, (problem, _) in found.items()}
-
-
-def _load_problem(run_dir: Path) -> Problem | None:
-    folder = run_dir / PROBLEM_DIR
-    if not (folder / "definition.json").is_file():
-        logger.warning(
-            "%s: no %s/definition.json; exporting without problem files", run_dir, PROBLEM_DIR
-        )
-        return None
-    try:
-        return load_problem(folder)
-    except KernelarcError as exc:
-        msg = f"{run_dir}: unreadable run: {exc}"
-        raise ConfigError(msg) from exc
-
-
-def _load_record(run_dir: Path) -> CampaignRecord | None:
-    if not (run_dir / CAMPAIGN_FILE).is_file():
-        return None
-    try:
-        return read_campaign_record(run_dir)
-    except ConfigError as exc:
-        msg = f"{run_dir}: unreadable run: {exc}"
-        raise ConfigError(msg) from exc
-
-
-def _sha256(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        msg = f"{path}: unreadable run config ({exc})"
-        raise ConfigError(msg) from exc
 
 
 def _differing_fields(a: Definition, b: Definition) -> list[str]:

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kernelarc import __version__
+from kernelarc.rundir.reader import CampaignSource
 from kernelarc.timing_labels import CPU_TIMING_NOTE, TIMING_TAG_VALUE, cpu_timed
-from leaderboard.inputs import CampaignInput
 
 if TYPE_CHECKING:
     from kernelarc.guard.score import SpeedupInterval
@@ -156,7 +156,7 @@ def build_manifest(plan: "Plan") -> dict[str, object]:
     }
 
 
-def _campaign(campaign: CampaignInput) -> dict[str, object]:
+def _campaign(campaign: CampaignSource) -> dict[str, object]:
     record = campaign.record
     return {
         "source": campaign.label,

@@ -10,7 +10,7 @@ can also name the keys.
 
 from collections.abc import Sequence
 
-from kernelarc.report.inputs import CampaignData
+from kernelarc.rundir.reader import CampaignSource
 
 NOT_ARM_KEYS = frozenset({"seed", "problem", "name", "tracking"})
 """Keys that never define an arm (where runs are logged is not a treatment)."""
@@ -20,7 +20,7 @@ ALL_RUNS = "all runs"
 """Arm label when nothing differs between the campaigns."""
 
 
-def arm_keys(campaigns: Sequence[CampaignData], explicit: Sequence[str] = ()) -> list[str]:
+def arm_keys(campaigns: Sequence[CampaignSource], explicit: Sequence[str] = ()) -> list[str]:
     """The keys that define the arms: `explicit`, else the overridden keys whose values differ,
     else the config keys whose values differ."""
     if explicit:
@@ -32,7 +32,7 @@ def arm_keys(campaigns: Sequence[CampaignData], explicit: Sequence[str] = ()) ->
     return _differing(campaigns, sorted({k for c in campaigns for k in c.config}))
 
 
-def value_of(campaign: CampaignData, key: str) -> str:
+def value_of(campaign: CampaignSource, key: str) -> str:
     """A setting's value in a campaign: its override, else its config group choice, else its
     config value; `-` when none says."""
     for source in (campaign.overrides, campaign.choices, campaign.config):
@@ -41,14 +41,14 @@ def value_of(campaign: CampaignData, key: str) -> str:
     return "-"
 
 
-def arm_label(campaign: CampaignData, keys: Sequence[str]) -> str:
+def arm_label(campaign: CampaignSource, keys: Sequence[str]) -> str:
     """`key=value, ...` of the campaign for the arm keys."""
     if not keys:
         return ALL_RUNS
     return ", ".join(f"{key}={value_of(campaign, key)}" for key in keys)
 
 
-def _differing(campaigns: Sequence[CampaignData], keys: Sequence[str]) -> list[str]:
+def _differing(campaigns: Sequence[CampaignSource], keys: Sequence[str]) -> list[str]:
     return [
         k
         for k in keys

@@ -17,7 +17,6 @@ from typing import Any
 from kernelarc.errors import ConfigError
 from kernelarc.report.arms import arm_keys, arm_label
 from kernelarc.report.html_page import render_html
-from kernelarc.report.inputs import CampaignData
 from kernelarc.report.plots import plot_best_so_far, plot_credit
 from kernelarc.report.stats import (
     CI_METHODS,
@@ -28,6 +27,7 @@ from kernelarc.report.stats import (
     run_result,
     summarize_arms,
 )
+from kernelarc.rundir.reader import CampaignSource
 from kernelarc.schema import utc_now
 from kernelarc.timing_labels import CPU_TIMING_NOTE, TIMING_TAG_VALUE, cpu_timed
 
@@ -90,7 +90,7 @@ class Report:
 
 
 def build_report(
-    campaigns: Sequence[CampaignData], out_dir: Path, options: ReportOptions
+    campaigns: Sequence[CampaignSource], out_dir: Path, options: ReportOptions
 ) -> Report:
     """Compute the arms' statistics and write every report file into `out_dir`.
 
@@ -141,7 +141,7 @@ def build_report(
     return report
 
 
-def _notes(campaigns: Sequence[CampaignData], keys: list[str], budget: int) -> list[str]:
+def _notes(campaigns: Sequence[CampaignSource], keys: list[str], budget: int) -> list[str]:
     notes = []
     if cpu_timed(a for c in campaigns for a in c.attempts):
         notes.append(CPU_TIMING_NOTE)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernelarc.report.inputs import CampaignData
+from kernelarc.rundir.reader import CampaignSource
 from kernelarc.schema import Attempt, Verdict
 
 CI_METHODS = ("bootstrap", "t")
@@ -141,7 +141,7 @@ class ArmStats:
     """Highest best-so-far among the runs after 1..B attempts."""
 
 
-def run_result(campaign: CampaignData, arm: str, budget: int) -> RunResult:
+def run_result(campaign: CampaignSource, arm: str, budget: int) -> RunResult:
     """A campaign's best-so-far curve, final values and gains within its first `budget`
     attempts (a campaign with fewer attempts keeps its last value)."""
     within = [a for a in campaign.attempts if a.index < budget]
@@ -160,7 +160,7 @@ def run_result(campaign: CampaignData, arm: str, budget: int) -> RunResult:
     final_sol = campaign.sol_scores.get(best_index) if best_index is not None else None
     return RunResult(
         label=campaign.label,
-        problem=campaign.problem,
+        problem=campaign.problem_name,
         arm=arm,
         seed=campaign.seed,
         best_so_far=tuple(curve),

@@ -13,9 +13,10 @@ import pytest
 from kernelarc.errors import ConfigError
 from kernelarc.problems.files import load_problem, load_solution
 from kernelarc.rundir import PROBLEM_DIR
+from kernelarc.rundir.reader import CampaignSource
 from kernelarc.schema import EvalStatus, Trace, Verdict
 from leaderboard import export_leaderboard, export_run, plan_export, qualifies
-from leaderboard.inputs import CampaignInput, load_run_dir, load_run_dirs
+from leaderboard.inputs import load_run_dir, load_run_dirs
 from leaderboard.manifest import SCORES_COLUMNS, describe_plan
 from tests.leaderboard.conftest import (
     MakeAttempt,
@@ -462,7 +463,9 @@ def test_non_finite_speedup_is_not_eligible(make_attempt: MakeAttempt) -> None:
         make_attempt(0, speedup=1.2),
         make_attempt(1, speedup=float("inf"), latency_ms=0.01),
     )
-    plan = plan_export([CampaignInput(label="mem", attempts=attempts, problem=None)])
+    plan = plan_export(
+        [CampaignSource(label="mem", attempts=attempts, problem_name="", seed="", config={})]
+    )
     assert plan.problems[0].choice.chosen.attempt.index == 0
 
 

@@ -1,17 +1,17 @@
 """Arms are what the sweep varied, minus the seed and the problem."""
 
 from kernelarc.report.arms import ALL_RUNS, arm_keys, arm_label
-from kernelarc.report.inputs import CampaignData, parse_overrides
+from kernelarc.rundir.reader import CampaignSource, parse_overrides
 
 
 def _campaign(
     overrides: list[str],
     config: dict[str, str] | None = None,
     choices: dict[str, str] | None = None,
-) -> CampaignData:
-    return CampaignData(
+) -> CampaignSource:
+    return CampaignSource(
         label="x",
-        problem="p",
+        problem_name="p",
         seed="0",
         overrides=parse_overrides(overrides),
         choices=choices or {},

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from kernelarc.report.inputs import CampaignData
 from kernelarc.report.stats import UNIT, mean_interval, run_result, summarize_arms
+from kernelarc.rundir.reader import CampaignSource
 from kernelarc.schema import Attempt, EvalStatus, Verdict
 from tests.tracking.conftest import build_attempt
 
@@ -14,10 +14,10 @@ T_975_DF3 = 3.182446305284263
 """Student t quantile 0.975 with 3 degrees of freedom (any statistics table)."""
 
 
-def _campaign(attempts: list[Attempt], label: str = "run", seed: str = "0") -> CampaignData:
-    return CampaignData(
+def _campaign(attempts: list[Attempt], label: str = "run", seed: str = "0") -> CampaignSource:
+    return CampaignSource(
         label=label,
-        problem=attempts[0].problem,
+        problem_name=attempts[0].problem,
         seed=seed,
         overrides={},
         config={},
