@@ -142,21 +142,32 @@ def _cpu_environment() -> None:
     os.environ.setdefault("TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS", "0")
 
 
-def _preload(device: str) -> None:
+def _preload() -> None:
     """A spare's import of the evaluation modules (torch) before `go`; an error is left for
-    `_run` to import again and report in the traces. On `cpu` also torch.compile's modules
-    (dynamo, inductor; on the development CPU ~10-17 s, more than torch itself): the worker
-    zygote is forked from this process after `go`, so a candidate that uses torch.compile does
-    not import them on its clock; they start no thread or process at import. Not on `cuda`
-    until checked there: the zygote must be forked before anything initialises CUDA, and it is
-    not verified that importing them never asks the driver for its devices."""
+    `_run` to import again and report in the traces."""
     try:
         import kernelarc.runner.evaluate  # noqa: F401
     except Exception:
         logger.warning("preloading the evaluation modules failed:\n%s", traceback.format_exc())
-        return
-    if device != "cpu":
-        return
+
+
+def _may_compile(request: EvalRequest) -> bool:
+    """A CPU candidate whose sources mention `compile` (torch.compile): the host's rule for
+    candidates whose JIT caches it keeps (`execution/jit_cache.may_jit`)."""
+    return request.device == "cpu" and any(
+        "compile" in source.content for source in request.solution.sources
+    )
+
+
+def _preload_compile() -> None:
+    """torch.compile's modules (dynamo, inductor; ~2.5 s of CPU on an idle development machine,
+    10-17 s under load: more than torch itself), imported before the worker zygote is forked,
+    so a candidate that uses torch.compile does not import them on its workload's clock. Only
+    for such a candidate (`_may_compile`): a spare does not know its candidate before `go`, and
+    on the CPU a spare starts when the previous evaluation ends, so every other candidate
+    waited for this import too. Not on `cuda` until checked there: the zygote must be forked
+    before anything initialises CUDA, and it is not verified that importing them never asks
+    the driver for its devices. They start no thread or process at import."""
     try:
         import torch._dynamo
         import torch._inductor.compile_fx  # noqa: F401
@@ -195,7 +206,7 @@ def main(argv: list[str]) -> int:
     if device is not None:
         if device == "cpu":
             _cpu_environment()
-        _preload(device)
+        _preload()
         code = _wait_for_go()
         if code is not None:
             return code
@@ -214,6 +225,8 @@ def main(argv: list[str]) -> int:
             f"runner started for device {device!r} got a request for {request.device!r}; "
             "nothing was evaluated (a sandbox bug)"
         )
+    if refused is None and _may_compile(request):
+        _preload_compile()
     _run(request, Path.cwd().resolve(), result_path, refused)
     return 0
 

@@ -72,7 +72,10 @@ def _run(tmp_path: Path, sources: list[tuple[str, str]], guard: GuardConfig) -> 
         problem="rmsnorm",
         device="cpu",
         budget=BudgetConfig(candidates=len(sources), max_parallel=1),
-        eval=EvalConfig(correctness_rounds=2),
+        # Three timed calls (blocks of three interleaved) instead of up to 50 within 1 s: the
+        # slow candidate waits 50 ms per call, so the default protocol spent ~10 s of waiting per
+        # full evaluation of it; 50 ms against ~1 ms still decides the re-timing in two rounds.
+        eval=EvalConfig(correctness_rounds=2, warmup=0, iterations=3),
         tracking=TrackingConfig(kind="none"),
         guard=guard,
         # Timed slot only: each candidate is one sandbox run, not a screen and then a timed run
