@@ -75,13 +75,18 @@ class CompileVariant:
         return ", ".join(args)
 
 
-# Most promising first: a cold torch.compile costs 20-35 s per candidate on a CPU host, so a
-# small budget should reach the strongest variants (static shapes, autotuned) early.
+# The eager anchor, then torch.compile's default right away: it is the baseline every generated
+# kernel is held to (the suite reports x compile default), it compiles in seconds and rarely
+# fails, and with the compiler last in the team's turn order a variant ranked fourth was first
+# judged in the campaign's fourth round: on the H200 (2026-12-04) 100 s suite campaigns never
+# reached it, and exported a kernel slower than compile default that the campaign never measured.
+# Then the stronger but slower variants (a cold compile costs 20-35 s per candidate on a CPU
+# host; max-autotune autotunes for tens of seconds on a GPU).
 VARIANTS: tuple[CompileVariant, ...] = (
     CompileVariant("eager", compiled=False),
+    CompileVariant("compile-default"),
     CompileVariant("compile-max-autotune-no-cudagraphs", mode="max-autotune-no-cudagraphs"),
     CompileVariant("compile-static-fullgraph", dynamic=False, fullgraph=True),
-    CompileVariant("compile-default"),
     CompileVariant("compile-dynamic", dynamic=True),
     CompileVariant("compile-max-autotune", mode="max-autotune", cuda_only=True),
     CompileVariant("compile-reduce-overhead", mode="reduce-overhead", cuda_only=True),
