@@ -9,7 +9,7 @@ every decision from attempts.jsonl alone. Rules and decision procedure: docs/gua
 
 from kernelarc.guard.bootstrap import decide_rounds, decide_samples
 from kernelarc.guard.challenge import Challenge, run_challenge
-from kernelarc.guard.replay import (
+from kernelarc.guard.rejudge import (
     ReplayMismatch,
     replay_judgements,
     replay_mismatches,
