@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import hydra
-from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
@@ -34,7 +33,7 @@ from kernelarc.campaign_help import (
 from kernelarc.campaign_resume import resume_args, resumed_config
 from kernelarc.cli import limit_mlflow_retries
 from kernelarc.command_paths import command, display_path
-from kernelarc.config import CampaignConfig
+from kernelarc.config import CampaignConfig, register_configs
 from kernelarc.console_tables import make_console
 from kernelarc.errors import ConfigError, KernelarcError
 from kernelarc.override_keys import check_override_keys, config_groups
@@ -48,7 +47,7 @@ from kernelarc.tracking.run_metadata import campaign_tags, flatten_config, run_n
 
 logger = logging.getLogger(__name__)
 
-ConfigStore.instance().store(name="campaign_schema", node=CampaignConfig)
+register_configs()
 register_help_resolvers()
 
 
