@@ -1,7 +1,9 @@
-"""Typed schema of the Hydra configs in conf/ (registered in the ConfigStore).
+"""Typed schema of the Hydra configs in conf/ (registered in the ConfigStore by
+`register_configs`).
 
-cli.py turns the composed DictConfig into these dataclasses with OmegaConf.to_object; nothing
-below cli.py sees a DictConfig. Validation OmegaConf cannot express lives in __post_init__.
+The campaign command (kernelarc/cli/campaign.py) turns the composed DictConfig into these
+dataclasses with OmegaConf.to_object; nothing below it sees a DictConfig. Validation OmegaConf
+cannot express lives in __post_init__.
 """
 
 import os

@@ -16,7 +16,7 @@ CONCLUSIONS_FILE = "conclusions.jsonl"
 LEDGER_FILE = "mlflow_ledger.jsonl"
 """What reached MLflow, for `kernelarc sync` (kernelarc/tracking/sync_ledger.py)."""
 FAILED_JOBS_FILE = "failed_jobs.jsonl"
-"""A sweep's failed jobs, in the sweep dir (kernelarc/sweep_summary.py)."""
+"""A sweep's failed jobs, in the sweep dir (kernelarc/cli/sweep_summary.py)."""
 
 __all__ = [
     "ATTEMPTS_FILE",
