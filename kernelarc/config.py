@@ -1,7 +1,9 @@
-"""Typed schema of the Hydra configs in conf/ (registered in the ConfigStore).
+"""Typed schema of the Hydra configs in conf/ (registered in the ConfigStore by
+`register_configs`).
 
-cli.py turns the composed DictConfig into these dataclasses with OmegaConf.to_object; nothing
-below cli.py sees a DictConfig. Validation OmegaConf cannot express lives in __post_init__.
+The campaign command (kernelarc/cli/campaign.py) turns the composed DictConfig into these
+dataclasses with OmegaConf.to_object; nothing below it sees a DictConfig. Validation OmegaConf
+cannot express lives in __post_init__.
 """
 
 import os
@@ -647,3 +649,21 @@ class CampaignConfig:
         if self.device not in ("auto", "cpu", "cuda"):
             msg = f"device must be auto, cpu or cuda (got {self.device!r})"
             raise ConfigError(msg)
+
+
+SCHEMA_NAME = "campaign_schema"
+"""The ConfigStore name of CampaignConfig, first in conf/campaign.yaml's defaults."""
+
+
+def register_configs() -> None:
+    """Register CampaignConfig in Hydra's ConfigStore as `campaign_schema`, which
+    conf/campaign.yaml names first in its defaults, so a composed config is typed (a typo or a
+    wrong type fails at compose time). Call it before composing: the campaign command does at
+    import, and so do the benchmarks and tests that compose conf/ themselves. Idempotent (the
+    store replaces the node under the same name).
+
+    Hydra is imported here, not at the top: the library imports this module without Hydra.
+    """
+    from hydra.core.config_store import ConfigStore  # noqa: TID251 (composing needs the schema)
+
+    ConfigStore.instance().store(name=SCHEMA_NAME, node=CampaignConfig)

@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from kernelarc.campaign import CampaignState
-from kernelarc.campaign_console import CampaignConsole, CurrentStderrHandler
+from kernelarc.cli.campaign_view import CampaignConsole, CurrentStderrHandler
 from kernelarc.config import AgentsConfig, CampaignConfig
 from kernelarc.schema import Verdict
 from tests.tracking.conftest import build_attempt

@@ -2,8 +2,8 @@
 
 import pytest
 
-from kernelarc import campaign_help
-from kernelarc.campaign_help import launcher_check, launcher_names
+from kernelarc.cli import campaign_help
+from kernelarc.cli.campaign_help import launcher_check, launcher_names
 from kernelarc.errors import ConfigError
 
 

@@ -7,12 +7,13 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import ConfigCompositionException
 
-import kernelarc.campaign_cli  # noqa: F401  (registers the campaign schema)
+from kernelarc.config import register_configs
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 
 
 def _launcher(overrides: list[str]) -> dict[str, object]:
+    register_configs()  # the schema conf/campaign.yaml is typed by
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = compose("campaign", overrides=overrides, return_hydra_config=True)
     assert not GlobalHydra.instance().is_initialized()

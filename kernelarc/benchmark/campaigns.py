@@ -152,8 +152,9 @@ def compose_config(overrides: Sequence[str]) -> CampaignConfig:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    import kernelarc.campaign_cli  # noqa: F401  (registers the campaign schema)
+    from kernelarc.config import register_configs
 
+    register_configs()
     kind, where = _config_dir()
     GlobalHydra.instance().clear()
     init = (

@@ -183,7 +183,7 @@ def run_campaign(
 
     A KeyboardInterrupt (Ctrl-C) while the agents run sets `state.stopped`, so nothing more is
     recorded, closes the executor (which ends the evaluations in flight) and propagates;
-    campaign.json then still says RUNNING: the caller marks it (campaign_cli).
+    campaign.json then still says RUNNING: the caller marks it (cli/campaign.py).
 
     With `cfg.resume` set, `run_dir` is that killed campaign's run dir and the campaign goes on
     from its attempts.jsonl (restore.py): the budget they spent, the incumbent, the conclusions

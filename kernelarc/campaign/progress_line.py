@@ -1,8 +1,8 @@
 """One-line summaries of a campaign's pace for the live view and the final console summary.
 
-Place in the flow: `campaign_console.CampaignConsole` appends `throughput_line(state)` to the
+Place in the flow: `cli.campaign_view.CampaignConsole` appends `throughput_line(state)` to the
 live table's caption after each attempt (the loop refreshes `CampaignState.throughput` first),
-and `campaign_console.print_summary` prints `stop_line(summary)`: why and when the campaign
+and `cli.campaign_view.print_summary` prints `stop_line(summary)`: why and when the campaign
 stopped.
 """
 

@@ -1,7 +1,7 @@
 """Per-agent figures of a running campaign, for the live progress view and the summary.
 
-Place in the flow: `campaign_cli.py` calls `team_stats` from the loop's progress callback with
-the attempts recorded so far and renders them with rich. Pure: attempts in, figures out. Tokens
+Place in the flow: `cli/campaign_view.py` calls `team_stats` from the loop's progress callback
+with the attempts recorded so far and renders them with rich. Pure: attempts in, figures out. Tokens
 and cost come from the LLM exchanges recorded on each proposal (zero for offline agents).
 """
 

@@ -18,7 +18,7 @@ LEDGER_FILE = "mlflow_ledger.jsonl"
 PROBLEM_DIR = "problem"
 """The campaign's copy of its problem files (definition.json, the workload file, blobs)."""
 FAILED_JOBS_FILE = "failed_jobs.jsonl"
-"""A sweep's failed jobs, in the sweep dir (kernelarc/sweep_summary.py)."""
+"""A sweep's failed jobs, in the sweep dir (kernelarc/cli/sweep_summary.py)."""
 
 __all__ = [
     "ATTEMPTS_FILE",

@@ -6,9 +6,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-import kernelarc.campaign_cli  # noqa: F401  (registers the campaign schema)
 from kernelarc.agents import make_team
-from kernelarc.config import OFFLINE_STRATEGIES, AgentSpec, CampaignConfig
+from kernelarc.config import OFFLINE_STRATEGIES, AgentSpec, CampaignConfig, register_configs
 from kernelarc.errors import ConfigError
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -24,6 +23,7 @@ PRESETS = {
 
 
 def _compose(overrides: list[str]) -> CampaignConfig:
+    register_configs()  # the schema conf/campaign.yaml is typed by
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = OmegaConf.to_object(compose("campaign", overrides=overrides))
     assert isinstance(cfg, CampaignConfig)

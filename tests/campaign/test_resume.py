@@ -22,8 +22,8 @@ from kernelarc.agents import Agent, AgentContext
 from kernelarc.campaign import run_campaign
 from kernelarc.campaign.coordinator import Coordinator
 from kernelarc.campaign.run_record import read_campaign_record
-from kernelarc.campaign_resume import resumed_config
 from kernelarc.cli import main
+from kernelarc.cli.campaign_resume import resumed_config
 from kernelarc.config import CampaignConfig, CoordinationConfig
 from kernelarc.coordination import read_conclusion_events
 from kernelarc.errors import ConfigError

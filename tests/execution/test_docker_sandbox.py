@@ -342,8 +342,9 @@ def test_docker_config_options_are_sandbox_options() -> None:
     from hydra import compose, initialize_config_module
     from omegaconf import OmegaConf
 
-    import kernelarc.campaign_cli  # noqa: F401  (registers the config schema)
+    from kernelarc.config import register_configs
 
+    register_configs()
     with initialize_config_module(config_module="kernelarc.conf", version_base=None):
         composed = compose(
             config_name="campaign", overrides=["sandbox=docker", "sandbox.docker.cpus=4"]

@@ -7,14 +7,14 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-import kernelarc.campaign_cli  # noqa: F401  (registers the campaign schema)
-from kernelarc.config import CampaignConfig
+from kernelarc.config import CampaignConfig, register_configs
 from kernelarc.errors import ConfigError
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 
 
 def _compose(overrides: list[str]) -> CampaignConfig:
+    register_configs()  # the schema conf/campaign.yaml is typed by
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = OmegaConf.to_object(compose("campaign", overrides=overrides))
     assert isinstance(cfg, CampaignConfig)

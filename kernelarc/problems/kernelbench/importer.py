@@ -1,7 +1,7 @@
 """`kernelarc problems import kernelbench`: find KernelBench files and convert each one in its own
 process.
 
-Place in the flow: the CLI (`kernelarc/problems_cli.py`) calls `find_files` then
+Place in the flow: the CLI (`kernelarc/cli/problems.py`) calls `find_files` then
 `import_files`. This module never imports torch: `--jobs` worker processes
 (`convert_worker`, CUDA hidden, one CPU thread) import it once and fork a child per file with a
 timeout, so a broken, slow or crashing file is a listed failure, never the end of the import.

@@ -1,11 +1,11 @@
 """The lists in `kernelarc campaign --help`, generated from the code so they cannot go stale.
 
-Place in the flow: `campaign_cli` takes its conf/ folder from here (`config_path`: the checkout's,
-else the installed package's) and registers these OmegaConf resolvers before Hydra composes;
-`conf/hydra/help/kernelarc.yaml` uses them (`${kernelarc_builtins:}`, `${kernelarc_launchers:}`)
-where the help names the built-in problems and the multirun launchers, and `launcher_check`
-refuses a launcher whose plugin is not installed with the install command instead of Hydra's
-"Could not load" (the launchers are an optional extra).
+Place in the flow: `cli/campaign.py` takes its conf/ folder from here (`config_path`: the
+checkout's, else the installed package's) and registers these OmegaConf resolvers before Hydra
+composes; `conf/hydra/help/kernelarc.yaml` uses them (`${kernelarc_builtins:}`,
+`${kernelarc_launchers:}`) where the help names the built-in problems and the multirun
+launchers, and `launcher_check` refuses a launcher whose plugin is not installed with the install
+command instead of Hydra's "Could not load" (the launchers are an optional extra).
 """
 
 import importlib.util
@@ -35,7 +35,7 @@ def config_path() -> str:
     The checkout's conf/ comes first so that code and configs always come from the same tree:
     an editable install of another checkout maps `kernelarc.conf` to that checkout's conf/.
     """
-    checkout = Path(__file__).resolve().parents[1] / "conf"
+    checkout = Path(__file__).resolve().parents[2] / "conf"
     if (checkout / "campaign.yaml").is_file():
         return str(checkout)
     if importlib.util.find_spec("kernelarc.conf") is not None:

@@ -1,11 +1,11 @@
 """What a running campaign shows: a live table on a terminal, plain progress lines elsewhere, and
 the closing summary with one block of next steps.
 
-Place in the flow: `campaign_cli._run` opens a `CampaignConsole` around `run_campaign` and hands
-its `on_attempt`/`on_progress`/`on_idle` to the loop, then calls `print_summary`. On a terminal
-the team table is redrawn in place (Rich Live on stderr), after conclusions too. Off a terminal
-(a file, a CI log, a pipe) nothing can be redrawn, so every attempt prints one complete line as
-it is recorded and, while nothing is recorded, a status line every
+Place in the flow: `cli/campaign.py` (`_run`) opens a `CampaignConsole` around `run_campaign`
+and hands its `on_attempt`/`on_progress`/`on_idle` to the loop, then calls `print_summary`. On a
+terminal the team table is redrawn in place (Rich Live on stderr), after conclusions too. Off a
+terminal (a file, a CI log, a pipe) nothing can be redrawn, so every attempt prints one complete
+line as it is recorded and, while nothing is recorded, a status line every
 `KERNELARC_PROGRESS_INTERVAL_S` seconds (default 30), so a long campaign never looks hung.
 Columns that carry nothing for the team (model, tokens and cost of an offline team) are left
 out.

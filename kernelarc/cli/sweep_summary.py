@@ -1,7 +1,7 @@
 """The end of a `kernelarc campaign -m` sweep: which jobs failed, in one summary.
 
 Place in the flow: in a multirun, a job whose campaign cannot start (a bad problem, a config
-error) or breaks does not stop the sweep: `campaign_cli` prints its error, appends it to
+error) or breaks does not stop the sweep: `cli/campaign.py` prints its error, appends it to
 `<sweep dir>/failed_jobs.jsonl` and lets the launcher go on with the next job (the basic
 launcher would otherwise end the whole sweep at the first failing job). When the sweep ends,
 Hydra calls `SweepSummary.on_multirun_end` in the launching process (configured under

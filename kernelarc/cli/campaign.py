@@ -1,5 +1,12 @@
 """`kernelarc campaign`: the Hydra app that composes conf/ and runs one campaign per job; with
-`resume=RUN_DIR` it continues a killed campaign in its run dir (campaign_resume.py)."""
+`resume=RUN_DIR` it continues a killed campaign in its run dir (campaign_resume.py).
+
+Place in the flow: `kernelarc.cli.main` imports this module only to run a campaign (or a resume,
+or shell completion), so the other commands never import Hydra. Importing it registers the
+config schema (`config.register_configs`) and the help's resolvers (`campaign_help.py`), which
+Hydra needs before it composes; what a campaign shows is `campaign_view.py`, a sweep's summary
+`sweep_summary.py`.
+"""
 
 import contextlib
 import logging
@@ -13,42 +20,40 @@ from pathlib import Path
 from typing import Any
 
 import hydra
-from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
-from rich.markup import escape
 
 from kernelarc.campaign import run_campaign
 from kernelarc.campaign.device import resolve_device
 from kernelarc.campaign.restore import recorded_attempts
 from kernelarc.campaign.run_record import mark_interrupted
-from kernelarc.campaign_console import CampaignConsole, print_summary
-from kernelarc.campaign_help import (
+from kernelarc.cli.campaign_help import (
     config_dir,
     config_path,
     launcher_check,
     register_help_resolvers,
 )
-from kernelarc.campaign_resume import resume_args, resumed_config
-from kernelarc.cli import limit_mlflow_retries
+from kernelarc.cli.campaign_overrides import check_override_keys, config_groups
+from kernelarc.cli.campaign_resume import resume_args, resumed_config
+from kernelarc.cli.campaign_view import CampaignConsole, print_summary
+from kernelarc.cli.console import USAGE_ERROR, make_console, print_error
+from kernelarc.cli.mlflow_store import limit_mlflow_retries, local_mlflow_uri
+from kernelarc.cli.sweep_summary import failed_jobs, record_failure
 from kernelarc.command_paths import command, display_path
-from kernelarc.config import CampaignConfig
-from kernelarc.console_tables import make_console
+from kernelarc.config import CampaignConfig, register_configs
 from kernelarc.errors import ConfigError, KernelarcError
-from kernelarc.override_keys import check_override_keys, config_groups
 from kernelarc.problems.builtin_set import builtin_names, resolve_problem
 from kernelarc.problems.files import Problem
 from kernelarc.report.sol_score import SolScorer
 from kernelarc.rundir import ATTEMPTS_FILE, CAMPAIGN_FILE, CONFIG_FILE
-from kernelarc.sweep_summary import failed_jobs, record_failure
 from kernelarc.tracking import keys, make_tracker
 from kernelarc.tracking.run_metadata import campaign_tags, flatten_config, run_name
 
 logger = logging.getLogger(__name__)
 
-ConfigStore.instance().store(name="campaign_schema", node=CampaignConfig)
+register_configs()
 register_help_resolvers()
 
 
@@ -72,8 +77,8 @@ def run_hydra_campaign(args: list[str], prog: str = "kernelarc campaign") -> int
         args = resume_args(args)
         _check_command_line(args)
     except KernelarcError as exc:
-        _print_error(exc)
-        return 2
+        print_error(exc)
+        return USAGE_ERROR
     _completion_line()
     saved = sys.argv
     sys.argv = [prog, *args]
@@ -127,16 +132,16 @@ def _hydra_main(dict_cfg: DictConfig) -> float | None:
         assert isinstance(cfg, CampaignConfig)
         return _run(cfg, dict_cfg, run_dir)
     except KernelarcError as exc:
-        _print_error(exc)
+        print_error(exc)
         _failed_job(run_dir, str(exc), multirun)
         if not multirun:
-            raise SystemExit(2) from exc
+            raise SystemExit(USAGE_ERROR) from exc
     except Exception as exc:
         if not multirun:
             raise
         # One broken job must not end the sweep (the basic launcher would stop at it).
         logger.exception("job failed")
-        _print_error(KernelarcError(f"{type(exc).__name__}: {exc} (traceback in {run_dir})"))
+        print_error(KernelarcError(f"{type(exc).__name__}: {exc} (traceback in {run_dir})"))
         _failed_job(run_dir, f"{type(exc).__name__}: {exc}", multirun)
     return None
 
@@ -173,19 +178,6 @@ def _remove_unstarted(run_dir: Path) -> None:
             entry.unlink(missing_ok=True)
     with contextlib.suppress(OSError):
         run_dir.rmdir()
-
-
-def _print_error(exc: KernelarcError) -> None:
-    """The error on stderr, on its own line, its text escaped: `[compiler,llm:tiling]` is not
-    Rich markup."""
-    Console(stderr=True).print(
-        f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True
-    )
-
-
-def default_tracking_uri() -> str:
-    """sqlite store in the launch directory (Hydra does not change the working directory)."""
-    return f"sqlite:///{Path.cwd().resolve() / 'mlflow.db'}"
 
 
 def _validate(cfg: CampaignConfig, console: Console) -> Problem:
@@ -233,7 +225,7 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
     container = OmegaConf.to_container(dict_cfg, resolve=True)
     assert isinstance(container, dict)
     config: dict[str, Any] = {str(k): v for k, v in container.items()}
-    uri = cfg.tracking.uri or default_tracking_uri()
+    uri = cfg.tracking.uri or local_mlflow_uri()
     experiment = cfg.tracking.experiment or cfg.name
     # A dead tracking server must cost seconds, not minutes of retries (attempts.jsonl has all).
     limit_mlflow_retries()

@@ -1,9 +1,13 @@
-"""Tables for the `kernelarc` commands: Rich on a terminal, plain complete lines elsewhere.
+"""What every `kernelarc` command prints through: its consoles, its tables (Rich on a terminal,
+plain complete lines elsewhere) and its errors (one `error:` line; the exit status is the
+caller's, 2 for bad input).
 
-Place in the flow: `cli.py` (eval, report, export --verify) and the campaign's console view print
-their tables here. On a terminal a Rich table fits the window; piped into a file or a CI log,
-Rich would cut every cell to 80 columns (`draf…`, two arms both reading `coordination=…`), so
-there each row is one plain line, columns aligned with spaces, nothing cut.
+Place in the flow: every command module of `kernelarc.cli` imports this one and no other command
+module, so the commands share their output rules without importing each other. The tables of
+eval, report, export --verify and the campaign's view are printed here. On a terminal a Rich
+table fits the window; piped into a file or a CI log, Rich would cut every cell to 80 columns
+(`draf…`, two arms both reading `coordination=…`), so there each row is one plain line, columns
+aligned with spaces, nothing cut.
 """
 
 from collections.abc import Sequence
@@ -11,6 +15,10 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+USAGE_ERROR = 2
+"""Exit status of a command refused for its input (a KernelarcError: bad config, problem,
+solution or argument), as argparse exits for a bad command line."""
 
 
 def make_console(stderr: bool = False) -> Console:
@@ -56,3 +64,10 @@ def plain_table(
     if caption:
         lines.append(caption)
     return lines
+
+
+def print_error(exc: BaseException, console: Console | None = None) -> None:
+    """`error: TEXT` on its own line (stderr unless `console` is given), the text escaped:
+    `[compiler,llm:tiling]` in a message is not Rich markup."""
+    target = console if console is not None else Console(stderr=True)
+    target.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)

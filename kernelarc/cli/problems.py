@@ -1,7 +1,7 @@
 """`kernelarc problems ...`: the problem-set commands (today: `import kernelbench`).
 
-Place in the flow: `kernelarc/cli.py` registers the parser here and hands the parsed arguments
-back; the work is in `kernelarc.problems.kernelbench.importer`. Nothing here imports torch: each
+Place in the flow: `kernelarc.cli` registers `add_parser` and hands the parsed arguments to
+`run`; the work is in `kernelarc.problems.kernelbench.importer`. Nothing here imports torch: each
 file is converted in its own subprocess.
 """
 
@@ -35,7 +35,7 @@ examples:
 """
 
 
-def add_problems_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Register `problems import kernelbench` under the main parser's subcommands."""
     fmt = argparse.RawDescriptionHelpFormatter
     problems = sub.add_parser(
@@ -102,7 +102,7 @@ def _parse_levels(text: str) -> set[int] | None:
     return levels
 
 
-def run_problems_command(ns: argparse.Namespace) -> int:
+def run(ns: argparse.Namespace) -> int:
     """Dispatch `kernelarc problems ...`; the help and status 2 when the command is incomplete."""
     if getattr(ns, "import_format", None) != "kernelbench":
         ns.problems_help()

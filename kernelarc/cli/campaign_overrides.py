@@ -1,7 +1,7 @@
 """Command-line overrides of `kernelarc campaign` checked against the config schema before Hydra
 runs: a misspelt key gets "did you mean" and exit status 2, like every other config error.
 
-Place in the flow: `campaign_cli.run_hydra_campaign` calls `check_override_keys` on the command
+Place in the flow: `cli.campaign.run_hydra_campaign` calls `check_override_keys` on the command
 line before Hydra composes anything (so nothing is created for a typo). Hydra's own message for
 `budget.candidate=3` suggests `+budget.candidate=3`, which fails as well, since every key is
 typed by `config.CampaignConfig`. Keys under `hydra.`, config group choices (`agents=llm`,
