@@ -152,7 +152,7 @@ class SandboxConfig:
     `kernelarc eval` uses it; a campaign's executor gives each of its sandboxes its own GPU."""
     memory_limit_gb: float = 16.0
     """What a runner process may use beyond the problem's data: the problem's input and output
-    bytes times the copies the protocol makes come on top (execution/memory_need.py). local:
+    bytes times the copies the protocol makes come on top (sandboxes/memory_need.py). local:
     the address-space limit of each runner process on CPU (not applied on CUDA, which maps huge
     virtual ranges); docker: the container's memory limit, raised per problem (host RAM, CPU
     and CUDA alike)."""
@@ -165,7 +165,7 @@ class SandboxConfig:
     docker: DockerConfig = field(default_factory=DockerConfig)
     """Used when kind is `docker`."""
     jail: bool = True
-    """`local` on a root host: run the runner in execution/jail.py (read-only filesystem but the
+    """`local` on a root host: run the runner in sandboxes/jail.py (read-only filesystem but the
     eval dir, unprivileged user, leftovers killed); false only to rule the jail out."""
     warm_spare: bool = True
     """Keep one pre-started runner per sandbox (slot) for its next evaluation: it imports torch
@@ -176,7 +176,7 @@ class SandboxConfig:
     build_cache: bool = True
     """`local` only: keep verified builds of C++ solutions on this host (between candidates and
     campaigns), so a C++ candidate already built is not compiled again; entries are checked
-    before use (kernelarc/execution/build_cache.py). False: every evaluation builds."""
+    before use (kernelarc/sandboxes/build_cache.py). False: every evaluation builds."""
     build_cache_dir: str | None = None
     """Where the build cache lives; None = $KERNELARC_CACHE_DIR/builds or
     ~/.cache/kernelarc/builds."""

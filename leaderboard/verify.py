@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelarc.errors import ConfigError, KernelarcError
-from kernelarc.execution import make_sandbox
 from kernelarc.guard.score import geometric_mean
 from kernelarc.problems.files import load_problem, load_solution
+from kernelarc.sandboxes import make_sandbox
 from kernelarc.schema import EvalRequest, TimingConfig, Trace
 from leaderboard.export import MANIFEST_FILE, PROBLEM_DIR, SOLUTION_FILE, TRACES_FILE
 from leaderboard.official import official_available, run_official

@@ -125,8 +125,8 @@ def run_official(problem: Path, solution: Path, site: str) -> dict[str, Any]:
 def phase_breakdown(problem: Path, solution: Path) -> list[str]:
     """The runner's per-workload phase times for the evaluation `kernelarc eval` makes."""
     from kernelarc.config import EvalConfig
-    from kernelarc.execution import LocalSandbox
     from kernelarc.problems.files import load_problem, load_solution
+    from kernelarc.sandboxes import LocalSandbox
     from kernelarc.schema import EvalRequest, HangPolicy, TimingConfig
 
     prob = load_problem(problem)

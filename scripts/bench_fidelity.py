@@ -382,7 +382,7 @@ def run_kernelarc(
     """`kernelarc eval` semantics: LocalSandbox, official seed, rounds and timing (`jail`
     False: the runner without `jail.py`, i.e. not as the sandbox user, no mount namespace)."""
     from kernelarc.config import EvalConfig
-    from kernelarc.execution import LocalSandbox
+    from kernelarc.sandboxes import LocalSandbox
     from kernelarc.schema import Definition, EvalRequest, Solution, TimingConfig, Workload
 
     warmup, iterations = EvalConfig().timing_for(device)
@@ -659,7 +659,7 @@ def cupti_shim() -> Iterator[str]:
 
 def events_env(shim: str) -> dict[str, str]:
     """The runner's PYTHONPATH with the shim first (what LocalSandbox would set, plus it)."""
-    from kernelarc.execution.process_limits import package_root
+    from kernelarc.sandboxes.process_limits import package_root
 
     parts = [shim, str(package_root()), *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
     return {"PYTHONPATH": os.pathsep.join(p for p in parts if p)}

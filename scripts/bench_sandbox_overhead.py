@@ -1,7 +1,7 @@
 """Per-candidate cost of LocalSandbox and a warm DockerSandbox for a trivial kernel (CPU), with
 and without the warm spare runner.
 
-Starts the tests' private dockerd and stand-in image (tests/execution/docker_env.py) and
+Starts the tests' private dockerd and stand-in image (tests/sandboxes/docker_env.py) and
 evaluates `x + y` on one small workload (1 correctness round, 1 timed iteration) in four
 sandboxes: LocalSandbox and DockerSandbox each with `warm_spare` on (the default) and off. It
 prints the median, min and max EvalResult.wall_s (sandbox start to result) of each.
@@ -34,14 +34,14 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "execution"))
+sys.path.insert(0, str(ROOT / "tests" / "sandboxes"))
 
 from docker_env import start_engine  # noqa: E402
 
-from kernelarc.execution import LocalSandbox, Sandbox  # noqa: E402
-from kernelarc.execution.docker_sandbox import DockerSandbox  # noqa: E402
-from kernelarc.execution.local_sandbox import WARM_SPARE_NOTE, SpareStart  # noqa: E402
 from kernelarc.problems.files import load_problem  # noqa: E402
+from kernelarc.sandboxes import LocalSandbox, Sandbox  # noqa: E402
+from kernelarc.sandboxes.docker_sandbox import DockerSandbox  # noqa: E402
+from kernelarc.sandboxes.local_sandbox import WARM_SPARE_NOTE, SpareStart  # noqa: E402
 from kernelarc.schema import EvalRequest, EvalResult, EvalStatus, Solution, TimingConfig  # noqa: E402
 
 TRIVIAL = "def run(x, y):\n    return x + y\n"

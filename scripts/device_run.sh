@@ -95,11 +95,11 @@ stage_tests() {
   # shellcheck disable=SC2086  # TESTS_PATHS is a list of test files (default: every gpu test)
   timeout "${TESTS_TIMEOUT:-900}" python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" -W ignore -n 4 --dist loadfile \
     --continue-on-collection-errors \
-    --ignore tests/execution/test_hostile_gpu.py ${TESTS_PATHS:-} 2>&1 | tee "$OUT/gpu_tests.log" | tail -15
+    --ignore tests/sandboxes/test_hostile_gpu.py ${TESTS_PATHS:-} 2>&1 | tee "$OUT/gpu_tests.log" | tail -15
   if [ -z "${TESTS_PATHS:-}" ]; then stage_hostile; fi
 }
 stage_hostile() {
-  timeout "${TESTS_TIMEOUT:-900}" python3 -m pytest tests/execution/test_hostile_gpu.py -q -p no:cacheprovider -o addopts="" \
+  timeout "${TESTS_TIMEOUT:-900}" python3 -m pytest tests/sandboxes/test_hostile_gpu.py -q -p no:cacheprovider -o addopts="" \
     -W ignore 2>&1 | tee "$OUT/gpu_tests_hostile.log" | tail -8
 }
 stage_campaign() {
@@ -178,7 +178,7 @@ stage_languages() {
     "import cutlass_library, cutlass.cute; print('cutlass headers and CuTe DSL importable')" \
     2>&1 | tail -1
   PYTHONPATH="$lang:$dsl:$PYTHONPATH" python3 -m pytest -q -p no:cacheprovider -o addopts="" \
-    -W ignore -rs tests/execution/test_language_samples.py tests/runner/test_cpp_languages.py \
+    -W ignore -rs tests/sandboxes/test_language_samples.py tests/runner/test_cpp_languages.py \
     2>&1 | tee "$OUT/languages.log" | tail -25
 }
 IFS=, read -r -a stages <<< "$STAGES"

@@ -47,12 +47,12 @@ from kernelarc.campaign import CampaignState, run_campaign
 from kernelarc.campaign.run_record import read_campaign_record
 from kernelarc.config import CampaignConfig
 from kernelarc.errors import ConfigError, SandboxError
-from kernelarc.execution import make_sandbox
 from kernelarc.guard import score_traces
 from kernelarc.guard.ceilings import gpu_identity
 from kernelarc.problems.builtin_set import builtin_dir, builtin_names
 from kernelarc.problems.files import Problem, load_problem
 from kernelarc.rundir import ATTEMPTS_FILE
+from kernelarc.sandboxes import make_sandbox
 from kernelarc.schema import (
     Attempt,
     EvalRequest,

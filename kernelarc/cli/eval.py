@@ -81,10 +81,10 @@ def run(ns: argparse.Namespace) -> int:
     """Evaluate and print; 0 iff every workload PASSED, else 1."""
     from kernelarc.campaign.device import resolve_device
     from kernelarc.config import EvalConfig, SandboxConfig
-    from kernelarc.execution import make_sandbox
     from kernelarc.problems.builtin_set import resolve_problem
     from kernelarc.problems.files import load_solution
     from kernelarc.problems.reference import reference_solution
+    from kernelarc.sandboxes import make_sandbox
     from kernelarc.schema import EvalRequest, EvalStatus, HangPolicy, TimingConfig
 
     problem = resolve_problem(ns.problem, ns.workloads)

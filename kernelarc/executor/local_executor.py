@@ -12,12 +12,12 @@ import time
 from dataclasses import dataclass
 
 from kernelarc.config import ExecutorConfig, SandboxConfig
-from kernelarc.execution import Sandbox, make_sandbox
 from kernelarc.executor.accounting import eval_timing
 from kernelarc.executor.device_gate import DeviceGate
 from kernelarc.executor.pooled import Pool, PooledExecutor, Turn, check_admission
 from kernelarc.executor.slot_plan import plan_slots, visible_gpus
 from kernelarc.executor.turn_order import SlotQueue
+from kernelarc.sandboxes import Sandbox, make_sandbox
 from kernelarc.schema import EvalRequest, EvalResult
 
 logger = logging.getLogger(__name__)

@@ -22,11 +22,11 @@ import ray.exceptions
 
 from kernelarc.config import ExecutorConfig, SandboxConfig
 from kernelarc.errors import ConfigError, KernelarcError, SandboxError
-from kernelarc.execution import make_sandbox
 from kernelarc.executor.accounting import eval_timing
 from kernelarc.executor.pooled import Pool, PooledExecutor, Turn, check_admission
 from kernelarc.executor.slot_plan import plan_actors
 from kernelarc.executor.turn_order import GUARD_PRIORITY, Priority, TurnOrder
+from kernelarc.sandboxes import make_sandbox
 from kernelarc.schema import EvalRequest, EvalResult
 
 logger = logging.getLogger(__name__)

@@ -5,7 +5,7 @@
 torch first, then waits for a `go` line on stdin and only then reads REQUEST.json (which need
 not exist before `go`). A sandbox starts a spare before the candidate arrives, so the ~3 s
 import is off the candidate's path, and still gives every candidate a fresh process (see
-`kernelarc/execution/spare_slot.py`). EOF instead of `go` ends a spare quietly (a discarded spare).
+`kernelarc/sandboxes/spare_slot.py`). EOF instead of `go` ends a spare quietly (a discarded spare).
 
 This process is the judge; candidate code runs only in worker processes it forks (see
 `evaluate.py`). Order matters here:
@@ -153,7 +153,7 @@ def _preload() -> None:
 
 def _may_compile(request: EvalRequest) -> bool:
     """A CPU candidate whose sources mention `compile` (torch.compile): the host's rule for
-    candidates whose JIT caches it keeps (`execution/jit_cache.may_jit`)."""
+    candidates whose JIT caches it keeps (`sandboxes/jit_cache.may_jit`)."""
     return request.device == "cpu" and any(
         "compile" in source.content for source in request.solution.sources
     )

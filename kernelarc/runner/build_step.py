@@ -4,7 +4,7 @@ before the first workload, and the artefact's hash is recorded for the host's bu
 Place in the flow: `evaluate.evaluate_request` calls `build_before_workloads` once, before any
 worker starts and before any input is drawn; the worker then finds the build done (its stamp) and
 only imports it. The `BuildInfo` it returns goes into the signed result; the host stores the
-shared object in its build cache (`kernelarc/execution/build_cache.py`) only when the file's
+shared object in its build cache (`kernelarc/sandboxes/build_cache.py`) only when the file's
 bytes still hash to `BuildInfo.sha256`.
 
 Why here and why then: candidate code can run during a build (the compile flags are the

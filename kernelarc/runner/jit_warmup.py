@@ -3,7 +3,7 @@ any evaluation input exists, and hash what they then hold, so the host can keep 
 candidate's later evaluations.
 
 Place in the flow: with `EvalRequest.warm_jit_caches` (the host sets it when its cache holds no
-entry for the candidate, `kernelarc/execution/jit_cache.py`), `evaluate.evaluate_request` calls
+entry for the candidate, `kernelarc/sandboxes/jit_cache.py`), `evaluate.evaluate_request` calls
 `warm_jit_caches` after the C++ build and before the RNG stream is seeded. Workers forked from
 the zygote import the candidate and are called once per workload on inputs drawn from a fresh
 random seed (never an evaluation's inputs, probes or confirmations: those come from the

@@ -4,7 +4,7 @@ The host writes a fresh random key (hex, one line) to the runner's stdin and clo
 judge reads it only after the worker zygote was forked (so no worker's memory holds it), while
 non-dumpable (so no same-uid process can ptrace it or open its /proc/PID/mem, fd/ or environ).
 RESULT.json is `{"payload": "<JSON text of {traces: [...]}>", "hmac": "<hex>"}`, the HMAC-SHA256
-of the payload's UTF-8 bytes under that key; the host (`kernelarc.execution.result_file`)
+of the payload's UTF-8 bytes under that key; the host (`kernelarc.sandboxes.result_file`)
 accepts nothing else, so a candidate that writes RESULT.json itself forges nothing.
 
 Imports nothing heavy: the entry point uses it before torch loads.

@@ -1,7 +1,7 @@
 """Build records: a C++ extension the host hands to a runner, what a runner built, and the JIT
 cache files a runner's warm-up left (`kernelarc/runner/jit_warmup.py`).
 
-Place in the flow: the host's build cache (`kernelarc/execution/build_cache.py`) puts a
+Place in the flow: the host's build cache (`kernelarc/sandboxes/build_cache.py`) puts a
 `PrebuiltExtension` into `EvalRequest.prebuilt` when it holds a verified build of the request's
 sources; the runner's judge uses it only when its own build identity and the file's hash match,
 and reports what it did as a `BuildInfo` in the signed result (`EvalResult.build`), from which the

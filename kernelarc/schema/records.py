@@ -126,7 +126,7 @@ class EvalRequest(RecordModel):
     address_space_bytes: int | None = Field(default=None, gt=0)
     """CPU: the address-space limit (RLIMIT_AS) of the judge and every worker for this
     evaluation, which the runner sets before it starts a worker; sandboxes fill it in from the
-    problem's size (execution/memory_need.py). None: the limit the runner was started with."""
+    problem's size (sandboxes/memory_need.py). None: the limit the runner was started with."""
     overall_timeout_s: float | None = Field(default=None, gt=0)
     """The sandbox's wall-clock limit of the whole evaluation; sandboxes fill it in, so the judge
     ends a hung workload (and reports it) before the sandbox kills the runner. None: unknown."""

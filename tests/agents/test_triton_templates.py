@@ -34,10 +34,10 @@ from kernelarc.agents.triton_templates import (
     render_source,
     template_named,
 )
-from kernelarc.execution import LocalSandbox
 from kernelarc.guard import blocking, scan_solution
 from kernelarc.problems.builtin_set import builtin_names, resolve_problem
 from kernelarc.problems.files import Problem, load_problem
+from kernelarc.sandboxes import LocalSandbox
 from kernelarc.schema import EvalRequest, EvalStatus, TimingConfig
 
 #: Module fixtures run every template variant through the interpreter and the runner.

@@ -14,7 +14,7 @@ from kernelarc.schema import EvalStatus, Language, Proposal, Verdict
 from kernelarc.tracking.attempts_log import read_attempts
 from kernelarc.tracking.null_tracker import NullTracker
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "execution"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "sandboxes"))
 from hostile_suite import HOSTILE, PROBLEM, runner_descendants
 
 pytestmark = pytest.mark.slow

@@ -9,7 +9,6 @@ import pytest
 
 from kernelarc.campaign.device import resolve_device
 from kernelarc.config import ExecutorConfig, SandboxConfig
-from kernelarc.execution import LocalSandbox
 from kernelarc.executor import Executor, make_executor
 from kernelarc.executor.screen_plan import (
     SCREEN_NOTE,
@@ -20,6 +19,7 @@ from kernelarc.executor.screen_plan import (
 )
 from kernelarc.guard import score_traces
 from kernelarc.problems.files import load_problem
+from kernelarc.sandboxes import LocalSandbox
 from kernelarc.schema import EvalRequest, EvalStatus, Solution, TimingConfig
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from vector_add_request import vector_add_request
 
-from kernelarc.execution import LocalSandbox
 from kernelarc.guard import Challenge, judge_attempt, run_challenge, score_traces
 from kernelarc.guard.challenge import evaluate_retrying
+from kernelarc.sandboxes import LocalSandbox
 from kernelarc.schema import (
     Attempt,
     EvalRequest,

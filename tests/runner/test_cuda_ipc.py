@@ -13,7 +13,6 @@ import pytest
 import torch
 from vector_add_request import sample_kernel, vector_add_request
 
-from kernelarc.execution import LocalSandbox
 from kernelarc.runner.cuda_ipc import (
     SharedValue,
     SharingUnavailable,
@@ -22,6 +21,7 @@ from kernelarc.runner.cuda_ipc import (
     open_values,
     sharing_supported,
 )
+from kernelarc.sandboxes import LocalSandbox
 from kernelarc.schema import EvalRequest, EvalStatus, TimingConfig
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"

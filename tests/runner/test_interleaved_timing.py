@@ -7,13 +7,13 @@ import pytest
 from pydantic import ValidationError
 from vector_add_request import vector_add_request
 
-from kernelarc.execution import LocalSandbox
 from kernelarc.runner.interleaved import (
     Side,
     block_schedule,
     run_blocks,
     speedup_interval,
 )
+from kernelarc.sandboxes import LocalSandbox
 from kernelarc.schema import EvalStatus, Performance, TimingConfig
 
 

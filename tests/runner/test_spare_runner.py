@@ -1,7 +1,7 @@
 """The runner's spare form (`--device`) run directly: go line, EOF, device check, deadline.
 
 Each test starts a real runner process (a torch import, ~3 s); the sandboxes' use of the form is
-tested in tests/execution/test_warm_spare.py.
+tested in tests/sandboxes/test_warm_spare.py.
 """
 
 import os
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from vector_add_request import sample_kernel, vector_add_request
 
-from kernelarc.execution.result_file import read_raw_traces
 from kernelarc.runner.go_line import BadGoLine, go_line, parse_go_line
+from kernelarc.sandboxes.result_file import read_raw_traces
 from kernelarc.schema import EvalRequest
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from kernelarc.execution.jail import SETUP_FAILED
+from kernelarc.sandboxes.jail import SETUP_FAILED
 from kernelarc.schema import (
     Environment,
     EvalRequest,

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from vector_add_request import vector_add_request
 
-from kernelarc.execution import LocalSandbox
-from kernelarc.execution.runner_accounts import (
+from kernelarc.sandboxes import LocalSandbox
+from kernelarc.sandboxes.runner_accounts import (
     account_env,
     account_in,
     generated_name,

@@ -59,36 +59,36 @@ from pathlib import Path
 from typing import Literal
 
 from kernelarc.errors import SandboxError
-from kernelarc.execution import jail
-from kernelarc.execution.host_caches import HostCaches
-from kernelarc.execution.memory_need import machine_memory_bytes
-from kernelarc.execution.network import probe_isolation
-from kernelarc.execution.owned_dirs import make_owned_dir, sweep_stale
-from kernelarc.execution.process_limits import (
+from kernelarc.sandboxes import jail
+from kernelarc.sandboxes.host_caches import HostCaches
+from kernelarc.sandboxes.memory_need import machine_memory_bytes
+from kernelarc.sandboxes.network import probe_isolation
+from kernelarc.sandboxes.owned_dirs import make_owned_dir, sweep_stale
+from kernelarc.sandboxes.process_limits import (
     GIB,
     ResourceLimits,
     limits_preexec,
     package_root,
     scrubbed_env,
 )
-from kernelarc.execution.request_limits import memory_limits, runner_request
-from kernelarc.execution.result_file import (
+from kernelarc.sandboxes.request_limits import memory_limits, runner_request
+from kernelarc.sandboxes.result_file import (
     new_result_key,
     read_signed_result,
     setup_failure,
     traces_after_run,
 )
-from kernelarc.execution.runner_accounts import host_account
-from kernelarc.execution.runner_cache import (
+from kernelarc.sandboxes.runner_accounts import host_account
+from kernelarc.sandboxes.runner_cache import (
     CACHE_LIMIT_BYTES,
     IdentityCaches,
     per_candidate_env,
     trim,
 )
-from kernelarc.execution.runner_identities import Identity, IdentityPool, Lease
-from kernelarc.execution.runner_process import RunnerProcess, start
-from kernelarc.execution.spare_slot import SpareSlot
-from kernelarc.execution.spawn_thread import call_in_spawn_thread, submit_to_spawn_thread
+from kernelarc.sandboxes.runner_identities import Identity, IdentityPool, Lease
+from kernelarc.sandboxes.runner_process import RunnerProcess, start
+from kernelarc.sandboxes.spare_slot import SpareSlot
+from kernelarc.sandboxes.spawn_thread import call_in_spawn_thread, submit_to_spawn_thread
 from kernelarc.schema import EvalRequest, EvalResult
 
 logger = logging.getLogger(__name__)

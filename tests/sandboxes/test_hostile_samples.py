@@ -28,7 +28,7 @@ from hostile_suite import (
     run_suite,
 )
 
-from kernelarc.execution import LocalSandbox
+from kernelarc.sandboxes import LocalSandbox
 
 #: The suite is ~100 evaluations (each a torch import in a fresh runner): ~4 min on 2 free cores.
 pytestmark = [pytest.mark.timeout(1200), pytest.mark.slow]
@@ -108,7 +108,7 @@ def _run_local(
 
 
 def _run_docker(watch: HostWatch, engine: DockerEngine) -> SuiteRun:
-    from kernelarc.execution.docker_sandbox import DockerSandbox
+    from kernelarc.sandboxes.docker_sandbox import DockerSandbox
 
     started = time.monotonic()
     run = SuiteRun()

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import kernelarc
-from kernelarc.execution.runner_accounts import Account, account_env
-from kernelarc.execution.runner_cache import cache_env
+from kernelarc.sandboxes.runner_accounts import Account, account_env
+from kernelarc.sandboxes.runner_cache import cache_env
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
 _PASSED_THROUGH = ("PATH", "LANG", "LD_LIBRARY_PATH", "CUDA_HOME")

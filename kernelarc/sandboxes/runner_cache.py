@@ -26,7 +26,7 @@ import threading
 from pathlib import Path
 
 from kernelarc.errors import SandboxError
-from kernelarc.execution.owned_dirs import make_owned_dir
+from kernelarc.sandboxes.owned_dirs import make_owned_dir
 
 logger = logging.getLogger(__name__)
 

@@ -64,25 +64,25 @@ import docker.errors
 from docker.types import DeviceRequest, Ulimit
 
 from kernelarc.errors import SandboxError
-from kernelarc.execution.attach_stream import AttachStream, pump_until
-from kernelarc.execution.memory_need import GIB
-from kernelarc.execution.owned_dirs import host_owner, make_owned_dir, sweep_stale
-from kernelarc.execution.request_limits import memory_limits, runner_request
-from kernelarc.execution.result_file import (
+from kernelarc.runner.go_line import go_line
+from kernelarc.sandboxes.attach_stream import AttachStream, pump_until
+from kernelarc.sandboxes.memory_need import GIB
+from kernelarc.sandboxes.owned_dirs import host_owner, make_owned_dir, sweep_stale
+from kernelarc.sandboxes.request_limits import memory_limits, runner_request
+from kernelarc.sandboxes.result_file import (
     new_result_key,
     read_signed_result,
     setup_failure,
     traces_after_run,
 )
-from kernelarc.execution.runner_accounts import Account, account_env, account_in, with_lines
-from kernelarc.execution.runner_cache import (
+from kernelarc.sandboxes.runner_accounts import Account, account_env, account_in, with_lines
+from kernelarc.sandboxes.runner_cache import (
     CACHE_LIMIT_BYTES,
     cache_env,
     give_to,
     identity_folder,
     trim,
 )
-from kernelarc.runner.go_line import go_line
 from kernelarc.schema import EvalRequest, EvalResult, Trace
 
 logger = logging.getLogger(__name__)

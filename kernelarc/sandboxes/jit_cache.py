@@ -37,8 +37,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelarc.execution.build_cache import cache_key, is_cpp_request
-from kernelarc.execution.safe_files import (
+from kernelarc.sandboxes.build_cache import cache_key, is_cpp_request
+from kernelarc.sandboxes.safe_files import (
     publish_dir,
     read_below,
     read_regular,

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelarc.errors import SandboxError
-from kernelarc.execution.result_file import cap_tail
-from kernelarc.execution.runner_identities import Lease
 from kernelarc.runner.go_line import go_line
+from kernelarc.sandboxes.result_file import cap_tail
+from kernelarc.sandboxes.runner_identities import Lease
 
 logger = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from vector_add_request import vector_add_request
 
-from kernelarc.execution import LocalSandbox
-from kernelarc.execution.local_sandbox import WARM_SPARE_NOTE
+from kernelarc.sandboxes import LocalSandbox
+from kernelarc.sandboxes.local_sandbox import WARM_SPARE_NOTE
 from kernelarc.schema import EvalRequest, EvalResult, EvalStatus
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -163,7 +163,7 @@ def test_close_ends_the_spare_and_removes_its_dir(sequence: Sequence) -> None:
 
 _HOST = """
 import sys, time
-from kernelarc.execution import LocalSandbox
+from kernelarc.sandboxes import LocalSandbox
 sys.path[:0] = [sys.argv[1], str(__import__("pathlib").Path(sys.argv[1]).parent)]
 from test_warm_spare import MARK_VAR, _request
 pid_namespace = sys.argv[3] == "pid-ns"

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernelarc.execution import LocalSandbox
 from kernelarc.guard import blocking, scan_solution
 from kernelarc.problems.files import Problem, load_problem
 from kernelarc.runner.cpp_build import NO_CUDA_TORCH, cutlass_include_dirs
 from kernelarc.runner.staging import CUTE_DSL_MISSING
+from kernelarc.sandboxes import LocalSandbox
 from kernelarc.schema import EvalRequest, EvalStatus, Solution, TimingConfig
 from leaderboard.rules import check_exportable
 

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelarc.config import default_build_cache_dir
-from kernelarc.execution.safe_files import publish_dir, read_below, read_regular, write_private
+from kernelarc.sandboxes.safe_files import publish_dir, read_below, read_regular, write_private
 from kernelarc.schema import EvalRequest
 from kernelarc.schema.build import BuildInfo, PrebuiltExtension
 from kernelarc.schema.solution import CPP_LANGUAGES

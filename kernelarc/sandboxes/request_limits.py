@@ -10,7 +10,7 @@ CPU the address-space limit goes in, sized by `memory_limits` from the problem's
 from dataclasses import dataclass
 
 from kernelarc.errors import SandboxError
-from kernelarc.execution.memory_need import GIB, MemoryNeed, memory_need
+from kernelarc.sandboxes.memory_need import GIB, MemoryNeed, memory_need
 from kernelarc.schema import EvalRequest
 
 

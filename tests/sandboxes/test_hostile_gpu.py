@@ -21,7 +21,7 @@ from hostile_suite import (
     run_suite,
 )
 
-from kernelarc.execution import LocalSandbox
+from kernelarc.sandboxes import LocalSandbox
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(900)]
 

@@ -5,16 +5,16 @@ from pathlib import Path
 
 import pytest
 
-from kernelarc.execution.process_limits import ResourceLimits, scrubbed_env
-from kernelarc.execution.result_file import (
+from kernelarc.problems.files import load_problem
+from kernelarc.runner.result_key import signed_result
+from kernelarc.sandboxes.process_limits import ResourceLimits, scrubbed_env
+from kernelarc.sandboxes.result_file import (
     assemble_traces,
     new_result_key,
     read_raw_traces,
     read_signed_result,
     setup_failure,
 )
-from kernelarc.problems.files import load_problem
-from kernelarc.runner.result_key import signed_result
 from kernelarc.schema import EvalRequest, EvalStatus, Solution
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"

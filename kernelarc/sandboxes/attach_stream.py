@@ -10,7 +10,7 @@ import socket
 import struct
 import time
 
-from kernelarc.execution.result_file import cap_tail
+from kernelarc.sandboxes.result_file import cap_tail
 
 logger = logging.getLogger(__name__)
 

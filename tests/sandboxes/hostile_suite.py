@@ -34,9 +34,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelarc.execution import Sandbox
-from kernelarc.execution.result_file import LOG_CAP_BYTES
 from kernelarc.problems.files import load_problem
+from kernelarc.sandboxes import Sandbox
+from kernelarc.sandboxes.result_file import LOG_CAP_BYTES
 from kernelarc.schema import EvalRequest, EvalResult, EvalStatus, Solution, TimingConfig
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from test_warm_spare import APPEAR_S, ROOT, _gone, _marked, _runner_pid
 
-from kernelarc.execution import LocalSandbox
-from kernelarc.execution.owned_dirs import make_owned_dir, sweep_stale
+from kernelarc.sandboxes import LocalSandbox
+from kernelarc.sandboxes.owned_dirs import make_owned_dir, sweep_stale
 
 _HOST = """
 import sys, threading
-from kernelarc.execution import LocalSandbox
+from kernelarc.sandboxes import LocalSandbox
 sys.path[:0] = [sys.argv[1], str(__import__("pathlib").Path(sys.argv[1]).parent)]
 from test_warm_spare import MARK_VAR, _request, _warm
 from vector_add_request import vector_add_request
@@ -123,7 +123,7 @@ def test_a_killed_hosts_dirs_are_swept_and_a_live_hosts_are_not() -> None:
 _MAKE = """
 import sys
 from pathlib import Path
-from kernelarc.execution.owned_dirs import make_owned_dir
+from kernelarc.sandboxes.owned_dirs import make_owned_dir
 folder = make_owned_dir(sys.argv[2], Path(sys.argv[1]))
 (folder / "sub").mkdir()
 (folder / "sub" / "file").write_text("candidate output")
@@ -192,7 +192,7 @@ def test_sweep_removes_only_dead_owners_dirs(tmp_path: Path) -> None:
 _MAKE_AND_CLEAN = """
 import shutil, sys
 from pathlib import Path
-from kernelarc.execution.owned_dirs import make_owned_dir
+from kernelarc.sandboxes.owned_dirs import make_owned_dir
 kept = make_owned_dir("eval", Path(sys.argv[1]))
 done = make_owned_dir("eval", Path(sys.argv[2]))
 shutil.rmtree(done)  # what a sandbox's close() does

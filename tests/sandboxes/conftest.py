@@ -1,4 +1,4 @@
-"""Fixtures of tests/execution: the private Docker engine for `docker`-marked tests."""
+"""Fixtures of tests/sandboxes: the private Docker engine for `docker`-marked tests."""
 
 from collections.abc import Iterator
 from typing import TYPE_CHECKING

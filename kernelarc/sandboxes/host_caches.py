@@ -13,10 +13,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelarc.execution.build_cache import BuildCache, Staged
-from kernelarc.execution.jit_cache import JitCache, JitStaged
-from kernelarc.execution.result_file import RunReport
-from kernelarc.execution.safe_files import write_below
+from kernelarc.sandboxes.build_cache import BuildCache, Staged
+from kernelarc.sandboxes.jit_cache import JitCache, JitStaged
+from kernelarc.sandboxes.result_file import RunReport
+from kernelarc.sandboxes.safe_files import write_below
 from kernelarc.schema import EvalRequest
 
 logger = logging.getLogger(__name__)

@@ -4,8 +4,8 @@ import pytest
 from vector_add_request import vector_add_request
 
 from kernelarc.errors import SandboxError
-from kernelarc.execution.memory_need import GIB, memory_need
-from kernelarc.execution.request_limits import memory_limits, runner_request
+from kernelarc.sandboxes.memory_need import GIB, memory_need
+from kernelarc.sandboxes.request_limits import memory_limits, runner_request
 from kernelarc.schema import EvalRequest
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kernelarc.errors import SandboxError
-from kernelarc.execution.runner_cache import (
+from kernelarc.sandboxes.runner_cache import (
     CACHE_VARIABLES,
     IdentityCaches,
     cache_env,

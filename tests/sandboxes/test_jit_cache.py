@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from kernelarc.execution import LocalSandbox
-from kernelarc.execution.build_cache import cache_key
-from kernelarc.execution.jit_cache import FILES, may_jit
 from kernelarc.problems.files import load_problem
 from kernelarc.runner.jit_warmup import (
     MAX_WARM_UP_WORKERS,
     WARM_UP_PARALLEL_BYTES_CPU,
     warm_up_workers,
 )
+from kernelarc.sandboxes import LocalSandbox
+from kernelarc.sandboxes.build_cache import cache_key
+from kernelarc.sandboxes.jit_cache import FILES, may_jit
 from kernelarc.schema import EvalRequest, EvalResult, EvalStatus, Solution, TimingConfig, Workload
 
 pytestmark = pytest.mark.slow

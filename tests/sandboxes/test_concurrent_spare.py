@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from vector_add_request import vector_add_request
 
-from kernelarc.execution import LocalSandbox
-from kernelarc.execution.local_sandbox import WARM_SPARE_NOTE
+from kernelarc.sandboxes import LocalSandbox
+from kernelarc.sandboxes.local_sandbox import WARM_SPARE_NOTE
 from kernelarc.schema import EvalRequest, EvalResult, EvalStatus
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelarc.execution import LocalSandbox
-from kernelarc.execution.build_cache import ARTEFACT, MANIFEST, BuildCache, cache_key
+from kernelarc.sandboxes import LocalSandbox
+from kernelarc.sandboxes.build_cache import ARTEFACT, MANIFEST, BuildCache, cache_key
 from kernelarc.schema import (
     Definition,
     EvalRequest,

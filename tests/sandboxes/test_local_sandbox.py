@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from kernelarc.errors import ConfigError, SandboxError
-from kernelarc.execution import LocalSandbox, make_sandbox
-from kernelarc.execution.result_file import LOG_CAP_BYTES
 from kernelarc.problems.files import Problem, load_problem
 from kernelarc.runner.cupti_timing import cupti_available
+from kernelarc.sandboxes import LocalSandbox, make_sandbox
+from kernelarc.sandboxes.result_file import LOG_CAP_BYTES
 from kernelarc.schema import (
     Definition,
     EvalRequest,
