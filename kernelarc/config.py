@@ -321,7 +321,7 @@ OFFLINE_STRATEGIES = (
 
 
 #: Every `kind` an `agents.team` item may name: the offline strategies, `triton_template` (the
-#: agents in kernelarc.agents.AGENT_KINDS) and `llm` (kernelarc.llm).
+#: agents in kernelarc.agents.AGENT_KINDS) and `llm` (kernelarc.agents.llm).
 TEAM_KINDS = (*OFFLINE_STRATEGIES, "triton_template", "llm")
 
 _ITEM_FORMS = (

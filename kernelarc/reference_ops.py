@@ -1,11 +1,12 @@
 """Which kinds of operation a reference's code calls, read from its syntax tree.
 
 Place in the flow: the roofline (`guard/roofline.py`: memory- or compute-bound), the library and
-precision agents (`agents/torch_variants.py`: do their settings apply) and the GEMM template's
-matcher (`agents/template_matchers.py`) ask whether a reference multiplies matrices. They used to
-search the source text with regular expressions, which also matched words in docstrings and
-comments ("converted" matched a `conv...d` pattern, so every converted KernelBench norm looked
-like a convolution and got library/precision candidates that can only equal the reference).
+precision agents (`agents/strategy/torch_variants.py`: do their settings apply) and the GEMM
+template's matcher (`agents/triton/template_matchers.py`) ask whether a reference multiplies
+matrices. They used to search the source text with regular expressions, which also matched
+words in docstrings and comments ("converted" matched a `conv...d` pattern, so every converted
+KernelBench norm looked like a convolution and got library/precision candidates that can only
+equal the reference).
 Here only code counts: the `@` operator, and calls or attributes named like a matrix product
 (`torch.matmul`, `x.mm`, `nn.Linear`, `F.conv2d`, ...), never strings or comments.
 """

@@ -309,7 +309,7 @@ def correct_cases(problems: list[str], device: str, triton: bool) -> list[Case]:
 
 
 def _triton_source(folder: Path, wl_file: str, device: str) -> str | None:
-    from kernelarc.agents.triton_templates import match_template, render_source
+    from kernelarc.agents.triton.template_library import match_template, render_source
     from kernelarc.problems.files import load_problem
 
     found = match_template(load_problem(folder, wl_file))

@@ -4,17 +4,22 @@ Place in the flow: the campaign loop calls `make_team(cfg.agents.team, cfg.seed,
 once, then asks each agent `propose(ctx)` for candidates until it returns None or the budget is
 spent, and (shared memory on) `conclude(attempt, ctx)` after each of its attempts is judged; a
 resumed campaign first calls `restore(attempts)` on agents that have it.
-Offline agents only write source text (they never import torch or triton); LLM agents live in
-`kernelarc.llm`, imported only when the team has one.
+The shared parts sit here (`context.py`: what an agent sees; `proposals.py`: its candidate as a
+Proposal; `knob_search.py`, `knob_findings.py`: knob spaces and how offline agents phrase what
+they found); the proposers sit in one sub-package per kind: `strategy` (the offline strategy
+agents and the compiler agent), `triton` (the Triton template library and its agent) and `llm`
+(the LLM agents, which reach their endpoint through `kernelarc.llm`). Offline agents only write
+source text (they never import torch or triton); the `openai` SDK is imported only when an
+`llm=openai` client is made.
 """
 
-import importlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from kernelarc.agents.compiler_agent import CompilerAgent
 from kernelarc.agents.context import AgentContext, DraftOrder, PeerSnapshot
-from kernelarc.agents.strategies import (
+from kernelarc.agents.llm import make_llm_agent
+from kernelarc.agents.strategy import (
+    CompilerAgent,
     FusionAgent,
     LibraryAgent,
     MemoryAgent,
@@ -22,7 +27,7 @@ from kernelarc.agents.strategies import (
     PrecisionAgent,
     TilingAgent,
 )
-from kernelarc.agents.triton_agent import TritonTemplateAgent
+from kernelarc.agents.triton import TritonTemplateAgent
 from kernelarc.config import TEAM_KINDS, AgentSpec, team_member
 from kernelarc.errors import ConfigError
 from kernelarc.schema import Attempt, Proposal
@@ -89,7 +94,7 @@ AGENT_KINDS: dict[str, type[OfflineAgent]] = {
     "compiler": CompilerAgent,
     "triton_template": TritonTemplateAgent,
 }
-"""Offline kinds of `agents.team`; `llm` is the eighth kind (kernelarc.llm)."""
+"""Offline kinds of `agents.team`; `llm` is the ninth kind (`kernelarc.agents.llm`)."""
 
 
 def make_team(
@@ -146,25 +151,14 @@ def _make_agent(spec: AgentSpec, name: str, seed: int, llm: "LLMConfig | None") 
 
 
 def _make_llm_agent(spec: AgentSpec, seed: int, llm: "LLMConfig | None") -> Agent:
-    """`kernelarc.llm.make_llm_agent(spec, llm, seed)`, imported only for an LLM member."""
+    """`make_llm_agent(spec, llm, seed)`, after checking that an endpoint is configured."""
     if llm is None or llm.kind == "none":
         msg = (
             f"agents.team member {spec.name!r} is an LLM agent but llm=none; choose an endpoint "
             "with llm=openai (or llm=replay), or an offline team with agents=offline"
         )
         raise ConfigError(msg)
-    try:
-        module = importlib.import_module("kernelarc.llm")
-        factory = module.make_llm_agent
-    except (ImportError, AttributeError) as exc:
-        msg = (
-            f"agents.team member {spec.name!r} (kind llm) needs kernelarc.llm.make_llm_agent, "
-            f"which cannot be imported ({exc}); use agents=offline, or install the LLM extra "
-            f"and set llm= to an endpoint"
-        )
-        raise ConfigError(msg) from exc
-    agent: Agent = factory(spec, llm, seed)
-    return agent
+    return make_llm_agent(spec, llm, seed)
 
 
 __all__ = [

@@ -1,10 +1,10 @@
 """Knob spaces and the local search the offline strategy agents run over them.
 
-Place in the flow: each offline strategy agent (strategy_agent.py) gets a `KnobSpace` for the
-problem (Triton template knobs from triton_knobs.py, or library/precision settings from
-torch_variants.py), owns a subset of its knobs, and asks `coordinate_moves` for the settings one
-owned knob away from its anchor, best-ranked first. Pure: no I/O, randomness only from the
-`random.Random` passed in.
+Place in the flow: each offline strategy agent (strategy/knob_agent.py) gets a `KnobSpace` for
+the problem (Triton template knobs from triton/template_knobs.py, or library/precision settings
+from strategy/torch_variants.py), owns a subset of its knobs, and asks `coordinate_moves` for
+the settings one owned knob away from its anchor, best-ranked first. Pure: no I/O, randomness
+only from the `random.Random` passed in.
 """
 
 import itertools

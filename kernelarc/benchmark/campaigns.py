@@ -26,8 +26,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from kernelarc.agents.compiler_agent import VARIANTS, render_compiled_source
 from kernelarc.agents.proposals import build_proposal
+from kernelarc.agents.strategy.compiler_agent import VARIANTS, render_compiled_source
 from kernelarc.benchmark.report import (
     BASELINE_DEFAULT,
     CI_METHOD,

@@ -12,7 +12,7 @@ import pytest
 from agent_checks import case_for, check_entry, run_checker, smallest_workload
 
 from kernelarc.agents import AgentContext, CompilerAgent
-from kernelarc.agents.compiler_agent import PINNED_OPTIONS, VARIANTS
+from kernelarc.agents.strategy.compiler_agent import PINNED_OPTIONS, VARIANTS
 from kernelarc.guard import blocking, scan_solution
 from kernelarc.problems.builtin_set import builtin_names, resolve_problem
 from kernelarc.sandboxes import LocalSandbox

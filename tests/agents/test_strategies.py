@@ -14,7 +14,7 @@ from agent_checks import (
 )
 
 from kernelarc.agents import AgentContext, DraftOrder, make_team
-from kernelarc.agents.strategies import (
+from kernelarc.agents.strategy.kinds import (
     FusionAgent,
     LibraryAgent,
     MemoryAgent,
@@ -22,8 +22,8 @@ from kernelarc.agents.strategies import (
     PrecisionAgent,
     TilingAgent,
 )
-from kernelarc.agents.triton_knobs import TRITON_STRATEGIES, knob_owner, triton_space
-from kernelarc.agents.triton_templates import TEMPLATES, KernelTemplate, match_template
+from kernelarc.agents.triton.template_knobs import TRITON_STRATEGIES, knob_owner, triton_space
+from kernelarc.agents.triton.template_library import TEMPLATES, KernelTemplate, match_template
 from kernelarc.coordination import ConclusionBoard
 from kernelarc.guard import blocking, scan_solution
 from kernelarc.problems.builtin_set import builtin_names, resolve_problem

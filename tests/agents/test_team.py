@@ -1,7 +1,5 @@
 """make_team: kinds, names, specs and errors."""
 
-import sys
-
 import pytest
 
 from kernelarc.agents import (
@@ -78,16 +76,6 @@ def test_offline_members_take_no_other_strategy_or_model(spec: AgentSpec, match:
 def test_llm_member_needs_an_endpoint() -> None:
     with pytest.raises(ConfigError, match=r"agents\.team.*llm=none.*llm=openai"):
         make_team([AgentSpec(kind="llm", strategy="tiling")], seed=0, llm=LLMConfig())
-
-
-def test_llm_member_without_the_llm_package_names_the_fix(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # Simulates a missing kernelarc.llm (the LLM proposer is built separately).
-    monkeypatch.setitem(sys.modules, "kernelarc.llm", None)
-    llm = LLMConfig(kind="openai")
-    with pytest.raises(ConfigError, match=r"agents\.team.*kernelarc\.llm.*llm="):
-        make_team([AgentSpec(kind="llm", strategy="tiling")], seed=0, llm=llm)
 
 
 def test_empty_team_is_an_error() -> None:

@@ -17,7 +17,12 @@ from agent_checks import (
 )
 
 from kernelarc.agents import AgentContext, TritonTemplateAgent
-from kernelarc.agents.triton_templates import TEMPLATES, find_eps, find_gelu_tanh, match_template
+from kernelarc.agents.triton.template_library import (
+    TEMPLATES,
+    find_eps,
+    find_gelu_tanh,
+    match_template,
+)
 from kernelarc.problems.builtin_set import builtin_dir, builtin_names, resolve_problem
 from kernelarc.problems.files import Problem, load_problem
 from kernelarc.schema import Language, TargetHardware

@@ -24,7 +24,7 @@ from agent_checks import (
 )
 
 from kernelarc.agents import AgentContext, TritonTemplateAgent
-from kernelarc.agents.triton_templates import (
+from kernelarc.agents.triton.template_library import (
     TEMPLATES,
     KernelTemplate,
     Knobs,

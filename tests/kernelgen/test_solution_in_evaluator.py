@@ -12,7 +12,7 @@ import pytest
 from gen_problems import write_problem
 
 from kernelarc.agents import AgentContext
-from kernelarc.agents.strategies import FusionAgent
+from kernelarc.agents.strategy.kinds import FusionAgent
 from kernelarc.kernelgen.traces import CACHE_ENV
 from kernelarc.problems.files import load_problem
 

@@ -8,9 +8,9 @@ from llm_records import failed, passed, proposal
 from openai_server import ChatServer, add_kernel, config_for, kernel_reply, reply, status
 
 from kernelarc.agents.context import AgentContext
+from kernelarc.agents.llm import LLMAgent, make_llm_agent
 from kernelarc.config import LLMConfig
 from kernelarc.errors import ConfigError
-from kernelarc.llm import LLMAgent, make_llm_agent
 from kernelarc.llm.client import OpenAIChatClient
 from kernelarc.llm.exchange import UNUSABLE_REPLY
 from kernelarc.problems.files import Problem

@@ -9,6 +9,7 @@ import pytest
 from openai_server import ChatServer, add_kernel, config_for, kernel_reply, reply, slow, status
 
 from kernelarc.agents import Agent
+from kernelarc.agents.llm import make_llm_agent
 from kernelarc.campaign import run_campaign
 from kernelarc.config import (
     BudgetConfig,
@@ -19,7 +20,6 @@ from kernelarc.config import (
     LLMConfig,
     TrackingConfig,
 )
-from kernelarc.llm import make_llm_agent
 from kernelarc.llm.exchange import UNUSABLE_REPLY
 from kernelarc.schema import Attempt, EvalStatus
 from kernelarc.tracking.attempts_log import read_attempts

@@ -6,8 +6,8 @@ from llm_records import failed, passed, proposal
 from openai_server import add_kernel
 
 from kernelarc.agents.context import AgentContext, DraftOrder, PeerSnapshot
-from kernelarc.llm import STRATEGIES
-from kernelarc.llm.prompt_builder import (
+from kernelarc.agents.llm import STRATEGIES
+from kernelarc.agents.llm.prompt_builder import (
     MAX_PROMPT_CHARS,
     build_messages,
     reask_message,

@@ -6,7 +6,7 @@ import pytest
 from llm_records import failed, passed, proposal
 from openai_server import add_kernel, kernel_reply
 
-from kernelarc.llm.reply_parser import ReplyFormatError, parse_reply
+from kernelarc.agents.llm.reply_parser import ReplyFormatError, parse_reply
 from kernelarc.problems.files import Problem
 from kernelarc.schema import Language
 

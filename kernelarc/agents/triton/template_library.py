@@ -53,7 +53,7 @@ from pathlib import Path
 from string import Template
 from typing import Literal
 
-from kernelarc.agents.template_matchers import (
+from kernelarc.agents.triton.template_matchers import (
     Matcher,
     TemplateMatch,
     find_activation,

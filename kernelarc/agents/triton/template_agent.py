@@ -1,7 +1,7 @@
 """The Triton template agent: one fused Triton kernel per problem family, searched over knobs.
 
 Place in the flow: a member of the team built by `make_team`; the campaign loop calls `propose`
-until it returns None. It picks the template that fits the problem (triton_templates.py: op_type
+until it returns None. It picks the template that fits the problem (template_library.py: op_type
 plus a structural check of the definition), then walks that template's knob grid: first the
 template's priors (the settings most likely to win on the device, in order), then the rest of
 the grid in a seeded permutation (seed + a stable hash of the agent's name), skipping proposal
@@ -13,7 +13,7 @@ import random
 
 from kernelarc.agents.context import AgentContext
 from kernelarc.agents.proposals import build_proposal, stable_hash
-from kernelarc.agents.triton_templates import (
+from kernelarc.agents.triton.template_library import (
     KernelTemplate,
     Knobs,
     TemplateMatch,

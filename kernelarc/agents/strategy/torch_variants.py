@@ -21,7 +21,7 @@ never a candidate: the compiler agent already proposes it.
 from collections.abc import Mapping
 
 from kernelarc.agents.knob_search import KnobSpace, KnobValue
-from kernelarc.agents.triton_templates import TemplateMatch, match_template
+from kernelarc.agents.triton.template_library import TemplateMatch, match_template
 from kernelarc.problems.files import Problem
 from kernelarc.reference_ops import CONV_NAMES, MATMUL_NAMES, uses_operations
 from kernelarc.schema import Definition, DType

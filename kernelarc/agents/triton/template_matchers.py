@@ -1,6 +1,6 @@
 """Which Triton template fits a definition, decided from the definition alone.
 
-Place in the flow: `triton_templates.KernelTemplate.bind` calls one matcher per family; each
+Place in the flow: `template_library.KernelTemplate.bind` calls one matcher per family; each
 returns a `TemplateMatch` (roles of the definition's tensors and the constants the template
 text needs) or the reason it does not apply. No workload is needed: shape relations are checked
 on "probe" shapes, the definition's axes resolved with made-up sizes for its var axes (two

@@ -1,9 +1,10 @@
 """The offline strategy agents: one per optimisation strategy of the team.
 
 Place in the flow: `make_team` builds these for the offline kinds of `agents.team`. Four search
-the fused Triton template of the problem's family (triton_knobs.py), each over the knobs its
-strategy owns; two rewrite the reference with library or precision settings (torch_variants.py,
-problems with a matmul only); the seventh, compiler-driven, is `CompilerAgent`.
+the fused Triton template of the problem's family (triton/template_knobs.py), each over the
+knobs its strategy owns; two rewrite the reference with library or precision settings
+(torch_variants.py, problems with a matmul only); the seventh, compiler-driven, is
+`CompilerAgent` (compiler_agent.py).
 
 | kind | owns |
 | --- | --- |
@@ -14,7 +15,7 @@ problems with a matmul only); the seventh, compiler-driven, is `CompilerAgent`.
 | `precision` | compute dtype under autocast, float32 matmul precision |
 | `library` | GEMM library path (addmm, cuBLASLt epilogue), BLAS backend, TF32 |
 
-Which knob a strategy owns is decided by name in `triton_knobs.KNOB_OWNERS`.
+Which knob a strategy owns is decided by name in `triton.template_knobs.KNOB_OWNERS`.
 
 Triton candidates carry a header that names the setting, not the agent, so two agents that reach
 the same setting produce the same proposal id and it is evaluated once.
@@ -22,18 +23,18 @@ the same setting produce the same proposal id and it is evaluated once.
 
 from typing import Any
 
-from kernelarc.agents.generated_space import FAMILY as GENERATED_FAMILY
-from kernelarc.agents.generated_space import (
+from kernelarc.agents.knob_search import Knobs, KnobSpace
+from kernelarc.agents.proposals import build_proposal
+from kernelarc.agents.strategy.knob_agent import KnobStrategyAgent
+from kernelarc.agents.strategy.torch_variants import render_torch, torch_space
+from kernelarc.agents.triton.generated_space import FAMILY as GENERATED_FAMILY
+from kernelarc.agents.triton.generated_space import (
     GeneratedContext,
     generated_space,
     render_generated,
 )
-from kernelarc.agents.knob_search import Knobs, KnobSpace
-from kernelarc.agents.proposals import build_proposal
-from kernelarc.agents.strategy_agent import KnobStrategyAgent
-from kernelarc.agents.torch_variants import render_torch, torch_space
-from kernelarc.agents.triton_agent import knob_tag
-from kernelarc.agents.triton_knobs import render_triton, triton_space
+from kernelarc.agents.triton.template_agent import knob_tag
+from kernelarc.agents.triton.template_knobs import render_triton, triton_space
 from kernelarc.problems.files import Problem
 from kernelarc.schema import Language, Proposal
 
@@ -41,7 +42,7 @@ from kernelarc.schema import Language, Proposal
 class TritonStrategyAgent(KnobStrategyAgent):
     """A strategy that searches its knobs of a fused Triton kernel for the problem: the
     hand-written template of the problem's family when one fits, else the kernels the generator
-    makes from the traced reference (`generated_space.py`)."""
+    makes from the traced reference (`triton/generated_space.py`)."""
 
     def space_for(self, problem: Problem, device: str) -> tuple[KnobSpace, Any] | str:
         """The template's knob space, else the generated kernels' (every strategy sees all

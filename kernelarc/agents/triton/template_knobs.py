@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 
 from kernelarc.agents.knob_search import KnobSpace, KnobValue
-from kernelarc.agents.triton_templates import TemplateMatch, match_template, render_source
+from kernelarc.agents.triton.template_library import TemplateMatch, match_template, render_source
 from kernelarc.problems.files import Problem
 
 #: (strategy, knob-name pattern), first match wins. Launch shape (warps, stages) is pipelining;

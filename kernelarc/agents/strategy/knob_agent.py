@@ -1,7 +1,7 @@
 """The offline strategy agent: local search over the knobs one strategy owns, coordinated with
 the team through conclusions and drafts.
 
-Place in the flow: the seven offline agents of `strategies.py` subclass `KnobStrategyAgent`. Each
+Place in the flow: the offline agents of `kinds.py` subclass `KnobStrategyAgent`. Each
 `propose` picks an anchor and moves one owned knob away from it:
 
 1. a draft order in the context starts a fresh line: around the global best's setting when the

@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kernelarc.agents.context import AgentContext, DraftOrder, PeerSnapshot
-from kernelarc.llm.strategies import STRATEGIES
-from kernelarc.llm.templates import render
+from kernelarc.agents.llm.prompt_templates import render
+from kernelarc.agents.llm.strategy_names import STRATEGIES
 from kernelarc.schema import Attempt, EvalStatus, ScalarInput, Solution, Trace, Workload
 from kernelarc.schema.coordination import ChatMessage, Conclusion
 

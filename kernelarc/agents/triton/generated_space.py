@@ -4,14 +4,14 @@ Place in the flow: the Triton strategy agents (tiling, memory, fusion, pipelinin
 `generated_space` once per problem when no hand-written template fits it (the fusion agent
 always does, so both families compete), then `render_generated` per setting. The problem's
 reference is traced once, in a subprocess (`kernelgen.traces`); generating a setting is pure.
-Knob owners follow the same rules as the templates' (`triton_knobs.knob_owner`).
+Knob owners follow the same rules as the templates' (`template_knobs.knob_owner`).
 """
 
 from dataclasses import dataclass
 from typing import Literal
 
 from kernelarc.agents.knob_search import KnobSpace, KnobValue
-from kernelarc.agents.triton_knobs import knob_owner
+from kernelarc.agents.triton.template_knobs import knob_owner
 from kernelarc.kernelgen import (
     KNOB_VALUES,
     Generated,

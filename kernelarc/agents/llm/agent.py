@@ -16,6 +16,14 @@ import logging
 from collections.abc import Sequence
 
 from kernelarc.agents.context import AgentContext
+from kernelarc.agents.llm.prompt_builder import (
+    build_messages,
+    own_incumbent,
+    reask_message,
+    visible_attempts,
+)
+from kernelarc.agents.llm.reply_parser import ParsedReply, ReplyFormatError, parse_reply
+from kernelarc.agents.llm.strategy_names import resolve_strategy
 from kernelarc.agents.proposals import stable_hash
 from kernelarc.errors import LLMError
 from kernelarc.llm.exchange import (
@@ -24,14 +32,6 @@ from kernelarc.llm.exchange import (
     LLMClient,
     is_transport_failure,
 )
-from kernelarc.llm.prompt_builder import (
-    build_messages,
-    own_incumbent,
-    reask_message,
-    visible_attempts,
-)
-from kernelarc.llm.reply_parser import ParsedReply, ReplyFormatError, parse_reply
-from kernelarc.llm.strategies import resolve_strategy
 from kernelarc.schema import Attempt, EvalStatus, Proposal, proposal_id_for
 from kernelarc.schema.coordination import ChatMessage, ConclusionDraft, LLMExchange
 

@@ -1,4 +1,4 @@
-"""The prompt templates (package data in kernelarc/llm/prompts/) and their tiny renderer.
+"""The prompt templates (package data in kernelarc/agents/llm/prompts/) and their tiny renderer.
 
 Place in the flow: `prompt_builder` fills the templates with `string.Template` (`$name`
 placeholders; `$$` is a literal dollar). Substituted values are never re-scanned, so a
@@ -11,7 +11,7 @@ from importlib import resources
 
 from kernelarc.errors import ConfigError
 
-_PACKAGE = "kernelarc.llm"
+_PACKAGE = "kernelarc.agents.llm"
 _FOLDER = "prompts"
 
 
