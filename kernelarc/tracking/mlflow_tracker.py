@@ -394,7 +394,7 @@ class MlflowTracker:
         if self._writer.close(self._finish_timeout_s):
             return
         logger.warning(
-            "MLflow at %s did not take the campaign's last %d queued calls within %.0f s; they "
+            "MLflow at %s did not take the campaign's last %d queued reports within %g s; they "
             "are dropped and the runs may show RUNNING: `kernelarc sync%s` uploads what is "
             "missing (attempts.jsonl has everything)",
             self._uri,
