@@ -557,13 +557,11 @@ class _AgentWorker:
         self._log_conclusions(published)
 
     def _log_conclusions(self, conclusions: list[Conclusion]) -> None:
-        """Report conclusions (published or retracted) to a tracker that takes them."""
-        log_conclusion = getattr(self.tracker, "log_conclusion", None)
-        if not callable(log_conclusion):
-            return
+        """Report conclusions (published or retracted) to the tracker; it queues, never waits
+        on its backend, so this may run under the state lock (`_record`)."""
         for conclusion in conclusions:
             try:
-                log_conclusion(conclusion)
+                self.tracker.log_conclusion(conclusion)
             except KernelarcError:
                 logger.exception("tracking failed for conclusion %s", conclusion.id)
 
@@ -760,6 +758,8 @@ class _AgentWorker:
         retracted = self.coordinator.observe(attempt)
         state.retracted += len(retracted)
         try:
+            # Under the state lock: the tracker only queues the attempt (its writer thread talks
+            # to MLflow), so a slow tracking server does not stall the agents.
             self.tracker.log_attempt(attempt)
         except KernelarcError:
             logger.exception("tracking failed for attempt %d; attempts.jsonl has it", attempt.index)

@@ -254,10 +254,9 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
         ),
         "config_yaml": config_yaml,
     }
-    resume_tracking = getattr(tracker, "resume_campaign", None)
-    if cfg.resume is not None and callable(resume_tracking):
+    if cfg.resume is not None:
         # Re-attach the campaign's MLflow runs (its ledger names them); nothing is logged twice.
-        resume_tracking(**opening, attempts=recorded_attempts(run_dir))
+        tracker.resume_campaign(**opening, attempts=recorded_attempts(run_dir))
     else:
         tracker.start_campaign(**opening)
     status, summary_metrics = "FAILED", {}

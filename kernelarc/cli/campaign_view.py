@@ -35,6 +35,7 @@ from kernelarc.problems.files import load_definition
 from kernelarc.problems.reference import is_reference
 from kernelarc.schema import Attempt, EvalStatus
 from kernelarc.timing_labels import CPU_TIMING_NOTE, cpu_timed, speedup_interval_text
+from kernelarc.tracking import Tracker
 
 PROGRESS_INTERVAL_ENV = "KERNELARC_PROGRESS_INTERVAL_S"
 """Seconds between status lines off a terminal while nothing is recorded (default 30)."""
@@ -248,7 +249,7 @@ def print_summary(
     cfg: CampaignConfig,
     summary: CampaignSummary,
     idle: dict[str, str],
-    tracker: Any,
+    tracker: Tracker,
 ) -> None:
     """The closing lines: outcome, why the campaign stopped early, and the next steps."""
     say = _printer(console)
@@ -315,14 +316,14 @@ def print_summary(
         say(f"  more candidates:         {kernelarc} resume {run_dir} budget.candidates={more}")
 
 
-def mlflow_lines(cfg: CampaignConfig, tracker: Any, run_dir: str) -> list[str]:
+def mlflow_lines(cfg: CampaignConfig, tracker: Tracker, run_dir: str) -> list[str]:
     """Where to see the campaign in MLflow, as commands that run from here."""
     if cfg.tracking.kind != "mlflow":
         return [f"upload to MLflow:        {command('kernelarc')} sync {run_dir}"]
-    uri = getattr(tracker, "tracking_uri", None) or cfg.tracking.uri or ""
-    experiment = getattr(tracker, "experiment_name", None) or cfg.tracking.experiment or cfg.name
-    experiment_id = getattr(tracker, "experiment_id", None)
-    run_id = getattr(tracker, "parent_run_id", None)
+    uri = tracker.tracking_uri or cfg.tracking.uri or ""
+    experiment = tracker.experiment_name or cfg.tracking.experiment or cfg.name
+    experiment_id = tracker.experiment_id
+    run_id = tracker.parent_run_id
     if uri.startswith(("http://", "https://")):
         base = uri.rstrip("/")
         page = f"{base}/#/experiments/{experiment_id}/runs/{run_id}" if run_id else base

@@ -6,20 +6,27 @@ and then calls a Tracker: `MlflowTracker` (parent run = campaign, child run per 
 and `kernelarc sync` (`tracking.mlflow_sync`) later uploads what is missing from the run dir.
 """
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from kernelarc.errors import ConfigError
 from kernelarc.schema import Attempt
+from kernelarc.schema.coordination import Conclusion
 
 
 class Tracker(Protocol):
     """Where a campaign's runs, metrics and artifacts go, beside attempts.jsonl.
 
-    Call order: `start_campaign` once, `start_agent` per agent (optional: the first attempt of
-    an unknown agent starts its run), `log_attempt` per attempt from any thread, `finish` once.
-    Implementations are thread-safe and never raise because the backend failed; they log a
-    warning and set `degraded`.
+    Call order: `start_campaign` (or `resume_campaign`) once, `start_agent` per agent
+    (optional: the first attempt of an unknown agent starts its run), `log_attempt` and
+    `log_conclusion` from any thread, `finish` once. Implementations are thread-safe and never
+    raise because the backend failed; they log a warning and set `degraded`.
+
+    Locks: the campaign loop calls `start_agent`, `log_attempt` and `log_conclusion` while it
+    holds its state lock, which every agent thread takes, so these must return without waiting
+    on a backend (queue the work). `start_campaign`, `resume_campaign` and `finish` may wait on
+    the backend; the loop never calls them under a lock. Every member the loop, the CLI and the
+    console use is declared here: callers never probe a tracker with getattr.
     """
 
     def start_campaign(
@@ -28,12 +35,28 @@ class Tracker(Protocol):
         """Open the campaign: `params` is the flattened config, `config_yaml` the resolved one."""
         ...
 
+    def resume_campaign(
+        self,
+        name: str,
+        params: Mapping[str, str],
+        tags: Mapping[str, str],
+        config_yaml: str,
+        attempts: Sequence[Attempt],
+    ) -> None:
+        """Go on with a campaign that `attempts` (its attempts.jsonl) already recorded, instead
+        of `start_campaign`: counts and best-so-far continue from them."""
+        ...
+
     def start_agent(self, agent: str, strategy: str) -> None:
-        """Open the agent's record (idempotent per agent name)."""
+        """Open the agent's record (idempotent per agent name); never waits on the backend."""
         ...
 
     def log_attempt(self, attempt: Attempt) -> None:
-        """Record one judged attempt under its proposal's agent."""
+        """Record one judged attempt under its proposal's agent; never waits on the backend."""
+        ...
+
+    def log_conclusion(self, conclusion: Conclusion) -> None:
+        """Hear of a conclusion published or retracted; never waits on the backend."""
         ...
 
     def finish(self, status: str, summary: Mapping[str, float]) -> None:
@@ -47,6 +70,26 @@ class Tracker(Protocol):
 
     def ui_hint(self) -> str | None:
         """One line telling a person where to look (tracking URI, experiment, run); None if off."""
+        ...
+
+    @property
+    def tracking_uri(self) -> str | None:
+        """Where the record goes (an MLflow tracking URI); None if off."""
+        ...
+
+    @property
+    def experiment_name(self) -> str | None:
+        """The experiment the campaign is recorded under; None if off."""
+        ...
+
+    @property
+    def experiment_id(self) -> str | None:
+        """That experiment's id, once known."""
+        ...
+
+    @property
+    def parent_run_id(self) -> str | None:
+        """The campaign's run id, once it was created."""
         ...
 
 

@@ -1,8 +1,8 @@
 """The tracker's guard around MLflow calls: failures are logged and counted, never raised; after
 too many in a row, calls pause for a while, then the next one probes the backend again.
 
-Place in the flow: `MlflowTracker` runs every MLflow call through one `CallBreaker`. No mlflow
-import (it guards any callable).
+Place in the flow: `MlflowTracker`'s writer thread runs every MLflow call through one
+`CallBreaker`. No mlflow import (it guards any callable).
 """
 
 import logging
@@ -18,7 +18,7 @@ _MAX_MESSAGE = 500
 
 
 class CallBreaker:
-    """Runs calls to one backend; not thread-safe (the tracker holds its lock around it)."""
+    """Runs calls to one backend; not thread-safe (only the tracker's writer thread uses it)."""
 
     def __init__(self, backend: str, max_consecutive_failures: int, retry_after_s: float) -> None:
         """Guard calls to `backend` (named in log lines): after `max_consecutive_failures`

@@ -5,11 +5,19 @@ The campaign loop calls it after appending each Attempt to attempts.jsonl. Run m
 `config.yaml`, best-so-far metrics, the attempts and conclusions tables at finish); one child run
 per agent (per-attempt metrics with step = attempt index, artifacts under
 `attempts/<index>-<proposal_id>/`). What is logged comes from `mlflow_payload`, shared with
-`kernelarc sync`. Only `MlflowClient` with explicit run ids is used (the loop logs from several
-threads). A backend failure never reaches the caller: it is logged, the tracker becomes
-`degraded`, and after `max_consecutive_failures` in a row it stops calling MLflow for
-`retry_after_s` seconds, then tries again. With a run dir, every call that succeeded is written to
-the run dir's ledger, so `kernelarc sync` later uploads exactly what is missing.
+`kernelarc sync`. Only `MlflowClient` with explicit run ids is used.
+
+One writer: every MLflow call is made by one thread (`tracker_queue.WriterQueue`), in the order
+the tracker's methods were called. The loop calls `log_attempt` under its state lock, which all
+agent threads take; `log_attempt` only computes the payload and enqueues it, so a slow tracking
+server delays the MLflow record, never the agents. `start_campaign` and `resume_campaign` wait for
+their calls (made once, before the agents start); `finish` waits up to `finish_timeout_s` for the
+queue to empty, then leaves the rest to `kernelarc sync`.
+
+A backend failure never reaches the caller: it is logged, the tracker becomes `degraded`, and
+after `max_consecutive_failures` in a row it stops calling MLflow for `retry_after_s` seconds,
+then tries again. With a run dir, every call that succeeded is written to the run dir's ledger
+(by the writer, after MLflow answered), so `kernelarc sync` later uploads exactly what is missing.
 """
 
 import logging
@@ -32,12 +40,14 @@ from mlflow.tracking import MlflowClient
 from kernelarc.command_paths import command
 from kernelarc.rundir import LEDGER_FILE
 from kernelarc.schema import Attempt
+from kernelarc.schema.coordination import Conclusion
 from kernelarc.tracking import keys, mlflow_tables
 from kernelarc.tracking import mlflow_payload as payload
 from kernelarc.tracking.call_breaker import CallBreaker
 from kernelarc.tracking.mlflow_payload import (
     MAX_PARAMS_PER_BATCH,
     MAX_TAG_VALUE,
+    AttemptPayload,
     CampaignProgress,
     SolScore,
     cut,
@@ -52,6 +62,7 @@ from kernelarc.tracking.sync_ledger import (
     RunEntry,
     SyncLedger,
 )
+from kernelarc.tracking.tracker_queue import WriterQueue
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +85,13 @@ class _Start:
 
 
 class MlflowTracker:
-    """A Tracker that logs to MLflow through `MlflowClient`; thread-safe; never raises on I/O."""
+    """A Tracker that logs to MLflow through `MlflowClient` from one writer thread; thread-safe;
+    never raises on I/O.
+
+    Threads: `_lock` guards what callers touch (the start, the progress, `_finished`, the agent
+    runs map) and is never held across an MLflow call; the MLflow calls, the breaker, the ledger
+    entries for logged parts and `_incomplete` belong to the writer thread.
+    """
 
     def __init__(
         self,
@@ -85,6 +102,7 @@ class MlflowTracker:
         retry_after_s: float = 60.0,
         run_dir: str | Path | None = None,
         sol_score: SolScore | None = None,
+        finish_timeout_s: float = 60.0,
     ) -> None:
         """Create a tracker; nothing is opened or contacted until `start_campaign`.
 
@@ -101,6 +119,8 @@ class MlflowTracker:
                 reached MLflow, and its `conclusions.jsonl` becomes a table at finish.
             sol_score: scores PASSED attempts for the `eval/sol_score` metrics; None: no SOL
                 metrics.
+            finish_timeout_s: how long `finish` waits for the queued calls to reach MLflow;
+                what is still queued then is dropped (`kernelarc sync` uploads it).
         """
         self._uri = tracking_uri
         self._experiment_name = experiment
@@ -122,6 +142,8 @@ class MlflowTracker:
         self._progress = CampaignProgress(sol_score)
         self._incomplete = False
         self._finished = False
+        self._finish_timeout_s = max(0.0, finish_timeout_s)
+        self._writer = WriterQueue(f"mlflow-writer-{self._uid}")
 
     # --- what the CLI and tests read ------------------------------------------------------------
 
@@ -158,8 +180,16 @@ class MlflowTracker:
 
     @property
     def degraded(self) -> bool:
-        """True once any MLflow call failed (`kernelarc sync` uploads what is missing)."""
-        return self._breaker.failed_calls > 0
+        """True once any MLflow call failed, or `finish` left queued calls undone (`kernelarc
+        sync` uploads what is missing)."""
+        return self._breaker.failed_calls > 0 or self._writer.cut_short
+
+    def flush(self, timeout_s: float | None = None) -> bool:
+        """Wait up to `timeout_s` (None: as long as it takes) until every call queued so far was
+        made (or failed); True if so. Also after a `finish` that gave up: until the call it left
+        in flight returned. For tools and tests that read the store or the ledger next; never
+        under a lock the agents take."""
+        return self._writer.wait_idle(timeout_s)
 
     def ui_hint(self) -> str | None:
         """Where to look: the run's URL for a server, an `mlflow ui` command for a local store."""
@@ -185,6 +215,9 @@ class MlflowTracker:
         campaign's parent run with params, tags and `config.yaml`. If MLflow cannot be reached,
         the run is created by a later call that reaches it, or by `kernelarc sync`.
 
+        Waits for the writer to make these calls (called once, before the agents start, so the
+        run ids are known when it returns); call it with no lock the agents take.
+
         Raises:
             RuntimeError: called twice.
         """
@@ -204,7 +237,7 @@ class MlflowTracker:
                     tags=clean_tags,
                 )
             )
-            self._open()
+        self._writer.call(self._open)
 
     def resume_campaign(
         self,
@@ -233,11 +266,21 @@ class MlflowTracker:
             self._uid = previous.uid
         view = self._ledger.view(self._uri)
         with self._lock:
+            if self._start is not None:
+                msg = "resume_campaign: this tracker was already started; make a new one"
+                raise RuntimeError(msg)
             for attempt in sorted(attempts, key=lambda a: a.index):
                 self._progress.add(attempt)
                 self._strategies.setdefault(attempt.proposal.agent, attempt.proposal.strategy)
         parent = view.parent_run_id
-        if parent is None or not self._reopen(parent, view.agent_runs):
+        # None: the writer's job broke (a bug, logged); keep the ledger's runs rather than
+        # making a second parent run for one campaign.
+        reopened = (
+            self._writer.call(partial(self._reopen, parent, view.agent_runs))
+            if parent is not None
+            else False
+        )
+        if reopened is False:
             self.start_campaign(name, params, tags, config_yaml)
             return
         with self._lock:
@@ -250,28 +293,28 @@ class MlflowTracker:
         """Mark the parent and agent runs RUNNING again; False if the parent run is gone.
 
         A store that does not answer keeps the ledger's runs (sync checks them at the end):
-        making a second parent run for one campaign is worse than a late status.
+        making a second parent run for one campaign is worse than a late status. Runs on the
+        writer thread.
         """
-        with self._lock:
-            try:
-                run = self._mlflow.get_run(parent)
-            except MlflowException as exc:
-                if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
-                    return False
-                self._breaker.record_failure("look up the campaign run", exc)
-                self._incomplete = True
-                return True
-            except Exception as exc:  # the Tracker contract; see _try
-                self._breaker.record_failure("look up the campaign run", exc)
-                self._incomplete = True
-                return True
-            if run.info.lifecycle_stage != "active":
+        try:
+            run = self._mlflow.get_run(parent)
+        except MlflowException as exc:
+            if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
                 return False
-            for run_id in [parent, *agent_runs.values()]:
-                reopen = partial(self._mlflow.update_run, run_id, status="RUNNING")
-                if not self._ok(f"reopen run {run_id}", reopen):
-                    self._incomplete = True
+            self._breaker.record_failure("look up the campaign run", exc)
+            self._incomplete = True
             return True
+        except Exception as exc:  # the Tracker contract; see CallBreaker.run
+            self._breaker.record_failure("look up the campaign run", exc)
+            self._incomplete = True
+            return True
+        if run.info.lifecycle_stage != "active":
+            return False
+        for run_id in [parent, *agent_runs.values()]:
+            reopen = partial(self._mlflow.update_run, run_id, status="RUNNING")
+            if not self._ok(f"reopen run {run_id}", reopen):
+                self._incomplete = True
+        return True
 
     def start_agent(self, agent: str, strategy: str) -> None:
         """Note the agent's strategy; its child run is created with its first attempt, so an
@@ -280,38 +323,55 @@ class MlflowTracker:
             self._strategies.setdefault(agent, strategy)
 
     def log_attempt(self, attempt: Attempt) -> None:
-        """Log metrics and artifacts on the agent's run, best-so-far on the campaign run."""
+        """Queue the attempt's metrics and artifacts for the agent's run and best-so-far for the
+        campaign run, and return: the payload (counts, best-so-far, timestamps) is computed
+        now, in call order; the writer thread sends it. Never blocks on MLflow, so the loop
+        calls it under its state lock."""
         with self._lock:
             if self._finished:
                 logger.warning("MLflow: attempt %d logged after finish; ignored", attempt.index)
                 return
             step = self._progress.add(attempt)
-            if not self._available() or (self._parent_run_id is None and not self._open()):
-                self._incomplete = True
-                return
-            parent = self._parent_run_id
-            assert parent is not None
-            index = attempt.index
-            run_id = self._agent_run(attempt.proposal.agent, attempt.proposal.strategy)
-            if run_id is not None:
-                self._tag_model(run_id, attempt)
-                metrics = partial(self._mlflow.log_batch, run_id, metrics=step.agent_metrics)
-                self._logged(f"log metrics of attempt {index}", metrics, index, "metrics")
-                files = partial(payload.upload_attempt_artifacts, self._mlflow, run_id, attempt)
-                self._logged(f"log artifacts of attempt {index}", files, index, "artifacts")
-            else:
-                self._incomplete = True
-            campaign = partial(
-                self._mlflow.log_batch,
-                parent,
-                metrics=step.campaign_metrics,
-                tags=step.campaign_tags,
-            )
-            self._logged(f"log campaign metrics after attempt {index}", campaign, index, "campaign")
+            self._strategies.setdefault(attempt.proposal.agent, attempt.proposal.strategy)
+            # Under the lock: the queue's order is the order of `_progress`.
+            self._writer.submit(partial(self._write_attempt, step))
+
+    def log_conclusion(self, conclusion: Conclusion) -> None:
+        """Nothing live: conclusions reach MLflow as the conclusions table that `finish` writes
+        from the run dir's conclusions.jsonl (so a retraction never leaves a stale entry)."""
+
+    def _write_attempt(self, step: AttemptPayload) -> None:
+        """Send one attempt's payload (writer thread)."""
+        attempt = step.attempt
+        if not self._available() or (self._parent_run_id is None and not self._open()):
+            self._incomplete = True
+            return
+        parent = self._parent_run_id
+        assert parent is not None
+        index = attempt.index
+        run_id = self._agent_run(attempt.proposal.agent, attempt.proposal.strategy)
+        if run_id is not None:
+            self._tag_model(run_id, attempt)
+            metrics = partial(self._mlflow.log_batch, run_id, metrics=step.agent_metrics)
+            self._logged(f"log metrics of attempt {index}", metrics, index, "metrics")
+            files = partial(payload.upload_attempt_artifacts, self._mlflow, run_id, attempt)
+            self._logged(f"log artifacts of attempt {index}", files, index, "artifacts")
+        else:
+            self._incomplete = True
+        campaign = partial(
+            self._mlflow.log_batch,
+            parent,
+            metrics=step.campaign_metrics,
+            tags=step.campaign_tags,
+        )
+        self._logged(f"log campaign metrics after attempt {index}", campaign, index, "campaign")
 
     def finish(self, status: str, summary: Mapping[str, float]) -> None:
-        """Log the final metrics (`summary` plus the incumbent's) and the attempts and
-        conclusions tables on the parent run, then end every run.
+        """Queue the final metrics (`summary` plus the incumbent's), the attempts and
+        conclusions tables and the end of every run, then wait up to `finish_timeout_s` for the
+        writer to send everything queued, in order. What it has not sent by then is dropped with
+        a warning (the tracker is then `degraded`; `kernelarc sync` uploads it: the ledger lists
+        only what reached MLflow). Call it with no lock the agents take.
 
         The closing calls (degraded tag, run ends) are tried even while the tracker is not
         contacting MLflow, stopping at the first one that fails.
@@ -326,30 +386,46 @@ class MlflowTracker:
             if self._finished:
                 return
             self._finished = True
-            if self._parent_run_id is None and self._available():
-                self._open()
-            parent = self._parent_run_id
-            if parent is None:
-                return
+            # The progress is final now (log_attempt ignores later attempts).
             attempts = self._progress.attempts
-            now, step = now_ms(), max((a.index for a in attempts), default=0)
+            step = max((a.index for a in attempts), default=0)
             final = {**self._progress.final_metrics(), **summary}
-            metrics = [Metric(payload.clean_key(k), float(v), now, step) for k, v in final.items()]
-            log_summary = partial(self._mlflow.log_batch, parent, metrics=metrics)
-            if not self._ok("log the final metrics", log_summary):
-                self._incomplete = True
-            else:
-                self._note(
-                    MarkEntry(kind="summary", uri=self._uri, run_id=parent, attempts=len(attempts))
-                )
-            self._log_tables(parent)
-            self._close(parent, status)
+            self._writer.submit(partial(self._write_finish, status, final, len(attempts), step))
+        if self._writer.close(self._finish_timeout_s):
+            return
+        logger.warning(
+            "MLflow at %s did not take the campaign's last %d queued reports within %g s; they "
+            "are dropped and the runs may show RUNNING: `kernelarc sync%s` uploads what is "
+            "missing (attempts.jsonl has everything)",
+            self._uri,
+            self._writer.dropped,
+            self._finish_timeout_s,
+            f" {self._run_dir}" if self._run_dir is not None else "",
+        )
 
-    # --- internals (called with the lock held) --------------------------------------------------
+    def _write_finish(self, status: str, final: Mapping[str, float], count: int, step: int) -> None:
+        """Send the end of the campaign (writer thread): final metrics, tables, run ends."""
+        if self._parent_run_id is None and self._available():
+            self._open()
+        parent = self._parent_run_id
+        if parent is None:
+            return
+        now = now_ms()
+        metrics = [Metric(payload.clean_key(k), float(v), now, step) for k, v in final.items()]
+        log_summary = partial(self._mlflow.log_batch, parent, metrics=metrics)
+        if not self._ok("log the final metrics", log_summary):
+            self._incomplete = True
+        else:
+            self._note(MarkEntry(kind="summary", uri=self._uri, run_id=parent, attempts=count))
+        self._log_tables(parent)
+        self._close(parent, status)
+
+    # --- internals (writer thread, no lock held unless said) ------------------------------------
 
     @property
     def _mlflow(self) -> MlflowClient:
-        """The client, made on first use inside `_call` (a sqlite store opens its DB here)."""
+        """The client, made on first use inside `_call` (a sqlite store opens its DB here); only
+        the writer thread uses it."""
         if self._client is None:
             self._client = MlflowClient(tracking_uri=self._uri)
         return self._client
@@ -358,13 +434,21 @@ class MlflowTracker:
         """False while calls pause after too many failures (see CallBreaker)."""
         return self._breaker.available()
 
+    def _run(self, what: str, action: Callable[[], T], force: bool) -> tuple[bool, T | None]:
+        """Run one MLflow call through the breaker; skipped (False, None) once `finish` gave up
+        waiting, so a job still in flight then makes no further call."""
+        if self._writer.cut_short:
+            self._incomplete = True
+            return False, None
+        return self._breaker.run(what, action, force)
+
     def _call(self, what: str, action: Callable[[], T], force: bool = False) -> T | None:
         """Run one MLflow call and return its result; None if it failed or was skipped."""
-        return self._breaker.run(what, action, force)[1]
+        return self._run(what, action, force)[1]
 
     def _ok(self, what: str, action: Callable[[], object], force: bool = False) -> bool:
         """Run one MLflow call; True if it succeeded."""
-        return self._breaker.run(what, action, force)[0]
+        return self._run(what, action, force)[0]
 
     def _logged(self, what: str, action: Callable[[], object], index: int, part: Part) -> None:
         """A `_call` for one part of an attempt; on success the ledger records it."""
@@ -421,7 +505,6 @@ class MlflowTracker:
             )
 
     def _agent_run(self, agent: str, strategy: str) -> str | None:
-        self._strategies.setdefault(agent, strategy)
         if agent in self._agent_runs:
             return self._agent_runs[agent]
         parent, experiment_id, start = self._parent_run_id, self._experiment_id, self._start
@@ -441,7 +524,8 @@ class MlflowTracker:
         if run is None:
             return None
         run_id: str = run.info.run_id
-        self._agent_runs[agent] = run_id
+        with self._lock:  # `agent_run_ids` copies the map from other threads
+            self._agent_runs[agent] = run_id
         self._note(
             RunEntry(
                 kind="agent",

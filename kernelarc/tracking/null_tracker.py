@@ -3,9 +3,10 @@
 attempts.jsonl is still written by the campaign loop; this only skips MLflow.
 """
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from kernelarc.schema import Attempt
+from kernelarc.schema.coordination import Conclusion
 
 
 class NullTracker:
@@ -16,10 +17,23 @@ class NullTracker:
     ) -> None:
         """Do nothing."""
 
+    def resume_campaign(
+        self,
+        name: str,
+        params: Mapping[str, str],
+        tags: Mapping[str, str],
+        config_yaml: str,
+        attempts: Sequence[Attempt],
+    ) -> None:
+        """Do nothing."""
+
     def start_agent(self, agent: str, strategy: str) -> None:
         """Do nothing."""
 
     def log_attempt(self, attempt: Attempt) -> None:
+        """Do nothing."""
+
+    def log_conclusion(self, conclusion: Conclusion) -> None:
         """Do nothing."""
 
     def finish(self, status: str, summary: Mapping[str, float]) -> None:
@@ -32,4 +46,24 @@ class NullTracker:
 
     def ui_hint(self) -> str | None:
         """No UI: tracking is off."""
+        return None
+
+    @property
+    def tracking_uri(self) -> str | None:
+        """No store: tracking is off."""
+        return None
+
+    @property
+    def experiment_name(self) -> str | None:
+        """No experiment: tracking is off."""
+        return None
+
+    @property
+    def experiment_id(self) -> str | None:
+        """No experiment: tracking is off."""
+        return None
+
+    @property
+    def parent_run_id(self) -> str | None:
+        """No run: tracking is off."""
         return None

@@ -161,11 +161,13 @@ def test_server_killed_mid_campaign_then_restarted_and_synced(
     attempts = _attempts(make_attempt)
     for attempt in attempts[:2]:
         campaign.record_attempt(attempt)
+    tracker.flush()  # the writer thread sent them before the server goes down
     assert not tracker.degraded
 
     server.kill()
     for attempt in attempts[2:4]:
         campaign.record_attempt(attempt)  # the campaign goes on; nothing raises
+    tracker.flush()  # the writer tried them against the dead server
     assert tracker.degraded
     server.start()
     campaign.record_attempt(attempts[4])  # reaches the server again, and a new agent's run
@@ -321,6 +323,7 @@ def test_resumed_campaign_continues_its_runs(
     attempts = _attempts(make_attempt)
     for attempt in attempts[:3]:
         campaign.record_attempt(attempt)
+    first.flush()  # what the killed process had sent before it died
     parent_id = first.parent_run_id
     assert parent_id is not None
 
