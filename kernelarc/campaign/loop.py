@@ -194,6 +194,43 @@ def run_campaign(
         ConfigError: the problem, device or team cannot be set up, or the run dir to resume is
             not one (nothing is evaluated then).
     """
+    campaign = assemble_campaign(cfg, run_dir, team)
+    throughput = run_assembled(campaign, tracker, on_attempt, on_progress, on_idle)
+    return finish_campaign(campaign, throughput)
+
+
+@dataclass
+class AssembledCampaign:
+    """Everything a campaign runs with, built by `assemble_campaign` before any agent starts."""
+
+    cfg: CampaignConfig
+    run_dir: Path
+    problem: Problem
+    team: list[Agent]
+    executor: Executor
+    """Prepared (every slot's first runner started); closed by `run_assembled`."""
+    device: str
+    ceiling: ResolvedCeiling
+    coordinator: Coordinator
+    record: CampaignRecord
+    """campaign.json as written at the start (a resume's, with its earlier sessions)."""
+    log: AttemptLog
+    state: CampaignState
+    restored: int
+    """Attempts restored from an earlier session (not this process's throughput)."""
+
+
+def assemble_campaign(
+    cfg: CampaignConfig, run_dir: Path, team: list[Agent] | None = None
+) -> AssembledCampaign:
+    """Build the campaign: problem, team, executor (prepared), the run dir's problem copy, the
+    roofline ceilings, the coordinator, campaign.json and the attempt log, and, with
+    `cfg.resume`, everything an earlier session left (restore.py). Nothing is evaluated.
+
+    Raises:
+        ConfigError: the problem, device or team cannot be set up, or the run dir to resume is
+            not one; the executor is closed again when anything after it fails.
+    """
     resuming = cfg.resume is not None
     if resuming:
         check_resume_dir(cfg, run_dir)
@@ -205,6 +242,23 @@ def run_campaign(
     executor = make_executor(
         cfg.executor, cfg.sandbox, cfg.device, cfg.budget.max_parallel, resolve_device
     )
+    try:
+        return _assemble_with(cfg, run_dir, problem, team, kinds, executor, clock)
+    except BaseException:
+        executor.close()  # its warm sandboxes, Docker containers or Ray actors
+        raise
+
+
+def _assemble_with(
+    cfg: CampaignConfig,
+    run_dir: Path,
+    problem: Problem,
+    team: list[Agent],
+    kinds: list[str],
+    executor: Executor,
+    clock: TimeBudget,
+) -> AssembledCampaign:
+    resuming = cfg.resume is not None
     device = executor.device
     run_dir.mkdir(parents=True, exist_ok=True)
     problem_copy = run_dir / PROBLEM_DIR
@@ -249,32 +303,67 @@ def run_campaign(
     if resuming:
         record, restored = resume_into(run_dir, record, state, coordinator, team)
     write_campaign_record(run_dir, record)
-    for agent in team:
+    return AssembledCampaign(
+        cfg=cfg,
+        run_dir=run_dir,
+        problem=problem,
+        team=team,
+        executor=executor,
+        device=device,
+        ceiling=ceiling,
+        coordinator=coordinator,
+        record=record,
+        log=log,
+        state=state,
+        restored=restored,
+    )
+
+
+def run_assembled(
+    campaign: AssembledCampaign,
+    tracker: Tracker,
+    on_attempt: ProgressCallback | None = None,
+    on_progress: StateCallback | None = None,
+    on_idle: IdleCallback | None = None,
+) -> ThroughputReport:
+    """Run the team, one thread per agent, until every agent stops; close the executor (also
+    when interrupted) and return this process's throughput. The callbacks: `run_campaign`."""
+    c = campaign
+    for agent in c.team:
         tracker.start_agent(agent.name, agent.strategy)
     started = time.monotonic()
 
     def progress(attempt: Attempt, state: CampaignState) -> None:
         # Under the state lock: the live view's throughput, and the time used so far on disk
         # (a kill loses at most the time since the last attempt).
-        state.throughput = executor.throughput(
+        state.throughput = c.executor.throughput(
             wall_s=time.monotonic() - started,
-            candidates=len(state.attempts) - restored,
+            candidates=len(state.attempts) - c.restored,
             propose_s=state.propose_s,
         )
-        used = {"time_used_s": round(clock.used_s(), 3)}
-        write_campaign_record(run_dir, record.model_copy(update=used))
+        used = {"time_used_s": round(state.clock.used_s(), 3)}
+        write_campaign_record(c.run_dir, c.record.model_copy(update=used))
         if on_attempt is not None:
             on_attempt(attempt, state)
 
     worker = _AgentWorker(
-        cfg, problem, device, executor, state, log, tracker, progress, coordinator, ceiling
+        c.cfg,
+        c.problem,
+        c.device,
+        c.executor,
+        c.state,
+        c.log,
+        tracker,
+        progress,
+        c.coordinator,
+        c.ceiling,
     )
     worker.on_progress = on_progress
     worker.on_idle = on_idle
-    worker.team_order.update({agent.name: i for i, agent in enumerate(team)})
+    worker.team_order.update({agent.name: i for i, agent in enumerate(c.team)})
     threads = [
         threading.Thread(target=worker.run, args=(agent,), name=f"agent-{agent.name}", daemon=True)
-        for agent in team
+        for agent in c.team
     ]
     try:
         for thread in threads:
@@ -283,17 +372,21 @@ def run_campaign(
             thread.join()
         wall_s = time.monotonic() - started
     except BaseException:
-        with state.lock:
-            state.stopped = True  # before the executor closes: a cut-short run is no attempt
+        with c.state.lock:
+            c.state.stopped = True  # before the executor closes: a cut-short run is no attempt
         raise
     finally:
         # Warm sandboxes (the Docker pool) and Ray actors hold resources until closed.
-        executor.close()
+        c.executor.close()
     # Of this process only (a resumed campaign's earlier attempts took another wall clock).
-    throughput = executor.throughput(
-        wall_s=wall_s, candidates=len(state.attempts) - restored, propose_s=state.propose_s
+    return c.executor.throughput(
+        wall_s=wall_s, candidates=len(c.state.attempts) - c.restored, propose_s=c.state.propose_s
     )
-    return _finish(run_dir, record, state, team, throughput)
+
+
+def finish_campaign(campaign: AssembledCampaign, throughput: ThroughputReport) -> CampaignSummary:
+    """Write the final campaign.json and return the summary (every agent has stopped)."""
+    return _finish(campaign.run_dir, campaign.record, campaign.state, campaign.team, throughput)
 
 
 def _finish(
