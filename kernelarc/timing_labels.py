@@ -48,3 +48,19 @@ def speedup_interval_text(low: float | None, high: float | None) -> str:
     if low is None or high is None:
         return ""
     return f" [{low:.2f}, {high:.2f}]"
+
+
+def speedup_text(
+    speedup: float, low: float | None, high: float | None, interleaved: float | None
+) -> str:
+    """A speedup with its confidence interval: `1.02x [0.98, 1.05]`. The interval is the
+    interleaved estimate's (`interleaved`), not the official number's; when the official
+    speedup lies outside it (a noisy official pair of timings), the interleaved estimate is shown
+    beside it, so no number reads as inside an interval it is not in:
+    `2.16x (interleaved 1.06x [0.97, 1.16])`."""
+    text = f"{speedup:.2f}x"
+    if low is None or high is None:
+        return text
+    if interleaved is not None and not low <= speedup <= high:
+        return f"{text} (interleaved {interleaved:.2f}x [{low:.2f}, {high:.2f}])"
+    return text + speedup_interval_text(low, high)

@@ -34,7 +34,7 @@ from kernelarc.errors import KernelarcError
 from kernelarc.problems.files import load_definition
 from kernelarc.problems.reference import is_reference
 from kernelarc.schema import Attempt, EvalStatus
-from kernelarc.timing_labels import CPU_TIMING_NOTE, cpu_timed, speedup_interval_text
+from kernelarc.timing_labels import CPU_TIMING_NOTE, cpu_timed, speedup_text
 from kernelarc.tracking import Tracker
 
 PROGRESS_INTERVAL_ENV = "KERNELARC_PROGRESS_INTERVAL_S"
@@ -119,8 +119,12 @@ class CampaignConsole:
             return
         speed = ""
         if attempt.speedup is not None:
-            ci = speedup_interval_text(attempt.speedup_ci_low, attempt.speedup_ci_high)
-            speed = f" {attempt.speedup:.2f}x{ci}"
+            speed = " " + speedup_text(
+                attempt.speedup,
+                attempt.speedup_ci_low,
+                attempt.speedup_ci_high,
+                attempt.interleaved_speedup,
+            )
         best = f"{state.best_speedup:.2f}x" if state.best_speedup else "-"
         verdict = f" {attempt.verdict}" if attempt.verdict else ""
         self._say(

@@ -12,7 +12,7 @@ from typing import Any
 
 from kernelarc.cli.console import make_console, print_table
 from kernelarc.errors import ConfigError
-from kernelarc.timing_labels import CPU_TIMING_NOTE, cpu_timed_traces, speedup_interval_text
+from kernelarc.timing_labels import CPU_TIMING_NOTE, cpu_timed_traces, speedup_text
 
 _EPILOG = """\
 Evaluates SOLUTION on every workload of PROBLEM exactly as a campaign does (sandboxed process,
@@ -155,8 +155,12 @@ def _print_traces(traces: list[Any]) -> None:
                 f"{perf.latency_ms:.4f}" if perf else "-",
                 f"{perf.reference_latency_ms:.4f}" if perf else "-",
                 (
-                    f"{perf.speedup_factor:.2f}x"
-                    + speedup_interval_text(perf.speedup_ci_low, perf.speedup_ci_high)
+                    speedup_text(
+                        perf.speedup_factor,
+                        perf.speedup_ci_low,
+                        perf.speedup_ci_high,
+                        perf.interleaved_speedup,
+                    )
                     if perf
                     else "-"
                 ),
