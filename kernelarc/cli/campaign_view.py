@@ -270,12 +270,12 @@ def print_summary(
         say(
             f"No generated kernel beat the reference: the best correct candidate is the "
             f"reference itself, unchanged ({best.proposal.id} by {best.proposal.agent}, "
-            f"{best.speedup:.2f}x)."
+            f"{_speedup(best)})."
         )
     else:
         say(
             f"Best: {best.proposal.id} by {best.proposal.agent} ({best.proposal.rationale}) "
-            f"speedup {best.speedup:.2f}x over the reference."
+            f"speedup {_speedup(best)} over the reference."
         )
     if best is not None and cpu_timed([best]):
         say(CPU_TIMING_NOTE + ".")
@@ -355,3 +355,16 @@ def _printer(console: Console) -> Any:
         console.print(text, markup=False, highlight=False, soft_wrap=True)
 
     return say
+
+
+def _speedup(attempt: Attempt) -> str:
+    """The attempt's speedup as the attempt lines print it (with the interleaved estimate when
+    the official one lies outside its interval)."""
+    if attempt.speedup is None:
+        return "-"
+    return speedup_text(
+        attempt.speedup,
+        attempt.speedup_ci_low,
+        attempt.speedup_ci_high,
+        attempt.interleaved_speedup,
+    )
