@@ -47,7 +47,13 @@ def speedup_interval_text(low: float | None, high: float | None) -> str:
     `speedup_ci_low/high`); '' without one (an older record, or interleaving off)."""
     if low is None or high is None:
         return ""
-    return f" [{low:.2f}, {high:.2f}]"
+    return f" [{_ratio(low)}, {_ratio(high)}]"
+
+
+def _ratio(value: float) -> str:
+    """Two decimals, or two significant digits below 0.1 (a CPU-interpreted kernel's 0.0043x
+    would print as 0.00x)."""
+    return f"{value:.2f}" if value == 0 or abs(value) >= 0.1 else f"{value:.2g}"
 
 
 def speedup_text(
@@ -58,9 +64,9 @@ def speedup_text(
     speedup lies outside it (a noisy official pair of timings), the interleaved estimate is shown
     beside it, so no number reads as inside an interval it is not in:
     `2.16x (interleaved 1.06x [0.97, 1.16])`."""
-    text = f"{speedup:.2f}x"
+    text = f"{_ratio(speedup)}x"
     if low is None or high is None:
         return text
     if interleaved is not None and not low <= speedup <= high:
-        return f"{text} (interleaved {interleaved:.2f}x [{low:.2f}, {high:.2f}])"
+        return f"{text} (interleaved {_ratio(interleaved)}x{speedup_interval_text(low, high)})"
     return text + speedup_interval_text(low, high)

@@ -15,3 +15,10 @@ def test_an_official_speedup_outside_the_interleaved_interval_shows_the_interlea
 
 def test_without_an_interval_only_the_speedup() -> None:
     assert speedup_text(1.5, None, None, None) == "1.50x"
+
+
+def test_small_speedups_keep_two_significant_digits() -> None:
+    # A Triton kernel in the CPU interpreter: 0.0043x, not 0.00x.
+    assert speedup_text(0.0043, 0.0045, 0.0049, 0.0047) == (
+        "0.0043x (interleaved 0.0047x [0.0045, 0.0049])"
+    )
