@@ -29,7 +29,6 @@ arm without: the median ratio says how much the screens slowed the candidates' o
 """
 
 import argparse
-import hashlib
 import importlib.util
 import json
 import os
@@ -63,8 +62,9 @@ from kernelarc.executor.slot_plan import visible_gpus  # noqa: E402
 from kernelarc.problems.builtin_set import resolve_problem  # noqa: E402
 from kernelarc.rundir import ATTEMPTS_FILE  # noqa: E402
 from kernelarc.sandboxes import LocalSandbox  # noqa: E402
-from kernelarc.schema import EvalRequest, Solution, TimingConfig  # noqa: E402
+from kernelarc.schema import EvalRequest, EvalStatus, Solution, TimingConfig  # noqa: E402
 from kernelarc.tracking import make_tracker  # noqa: E402
+from kernelarc.tracking.attempts_log import read_attempts  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -229,18 +229,15 @@ def _campaign(args: Args, executor: str, gpus: int, screens: int, time_s: float)
 
 def _latencies(run_dir: Path) -> dict[str, float]:
     """Each PASSED candidate's latency (the campaign's own timed run, not the guard's), keyed
-    by a hash of its sources, so the same candidate can be found in another arm."""
+    by its solution's content hash, so the same candidate can be found in another arm."""
     path = run_dir / ATTEMPTS_FILE
     out: dict[str, float] = {}
     if not path.exists():
         return out
-    for line in path.read_text(encoding="utf-8").splitlines():
-        record = json.loads(line)
-        if record.get("status") != "PASSED" or not record.get("latency_ms"):
+    for attempt in read_attempts(path):
+        if attempt.status != EvalStatus.PASSED or not attempt.latency_ms:
             continue
-        sources = record["proposal"]["solution"]["sources"]
-        key = hashlib.sha256(json.dumps(sources, sort_keys=True).encode()).hexdigest()[:16]
-        out.setdefault(key, float(record["latency_ms"]))
+        out.setdefault(attempt.proposal.solution.content_hash(), attempt.latency_ms)
     return out
 
 
