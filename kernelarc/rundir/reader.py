@@ -95,10 +95,10 @@ def read_run_dir(run_dir: Path) -> CampaignSource:
         raise ConfigError(msg)
     try:
         attempts = tuple(sorted(read_attempts(log), key=lambda a: a.index))
-        record = read_campaign_record(run_dir) if (run_dir / CAMPAIGN_FILE).is_file() else None
     except KernelarcError as exc:
         msg = f"{run_dir}: unreadable run: {exc}"
         raise ConfigError(msg) from exc
+    record = _record(run_dir)
     config = read_config(run_dir)
     problem, problem_error = _problem_copy(run_dir)
     ledger = SyncLedger(run_dir / LEDGER_FILE)
@@ -156,13 +156,7 @@ def read_experiment(tracking_uri: str, experiment: str) -> list[CampaignSource]:
         problem, problem_error, record = None, "", None
         if run_dir is not None and run_dir.is_dir():
             problem, problem_error = _problem_copy(run_dir)
-            try:
-                record = (
-                    read_campaign_record(run_dir) if (run_dir / CAMPAIGN_FILE).is_file() else None
-                )
-            except KernelarcError as exc:
-                msg = f"{run_dir}: unreadable run: {exc}"
-                raise ConfigError(msg) from exc
+            record = _record(run_dir)
         out.append(
             CampaignSource(
                 label=f"mlflow:{experiment}/{run.run_id}",
@@ -199,6 +193,18 @@ def parse_overrides(overrides: Sequence[str]) -> dict[str, str]:
         key, value = item.split("=", 1)
         out[key.lstrip("+")] = value
     return out
+
+
+def _record(run_dir: Path) -> CampaignRecord | None:
+    """campaign.json (None when the run has none yet); a ConfigError naming the run when it
+    cannot be read."""
+    if not (run_dir / CAMPAIGN_FILE).is_file():
+        return None
+    try:
+        return read_campaign_record(run_dir)
+    except KernelarcError as exc:
+        msg = f"{run_dir}: unreadable run: {exc}"
+        raise ConfigError(msg) from exc
 
 
 def _problem_copy(run_dir: Path) -> tuple[Problem | None, str]:
