@@ -26,6 +26,7 @@ from kernelarc.tracking.mlflow_sync import sync_run_dir
 from kernelarc.tracking.mlflow_tracker import MlflowTracker
 from tests.mlflow_server import MlflowServer, free_port
 from tests.tracking.conftest import MakeAttempt
+from tests.tracking.loop_side import LoopSide
 
 NEW_BEST = Verdict.NEW_BEST
 CONFIG_YAML = "name: outage\nseed: 0\nproblem: axpby_h1024\nbudget:\n  candidates: 6\n"
@@ -64,40 +65,10 @@ def _attempts(make_attempt: MakeAttempt) -> list[Attempt]:
     ]
 
 
-class _Campaign:
-    """The loop's side of tracking: attempts.jsonl first, then the tracker."""
-
-    def __init__(self, run_dir: Path, tracker: MlflowTracker) -> None:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "config.yaml").write_text(CONFIG_YAML)
-        self.run_dir, self.tracker = run_dir, tracker
-        self.log = AttemptLog(run_dir / "attempts.jsonl")
-        self.record = CampaignRecord(
-            name="outage",
-            problem="axpby_h1024",
-            problem_dir=str(run_dir / "problem"),
-            source_problem_dir="/nowhere",
-            workloads="workload.jsonl",
-            device="cpu",
-            seed=0,
-            started_at="2026-12-02T10:00:00+00:00",
-        )
-        write_campaign_record(run_dir, self.record)
-        tracker.start_campaign(
-            "outage",
-            params={"seed": "0", "budget.candidates": "6"},
-            tags={keys.PROBLEM: "axpby_h1024", keys.RUN_DIR: str(run_dir)},
-            config_yaml=CONFIG_YAML,
-        )
-
-    def record_attempt(self, attempt: Attempt) -> None:
-        self.log.append(attempt)
-        self.tracker.log_attempt(attempt)
-
-    def end(self) -> None:
-        self.tracker.finish("FINISHED", {})
-        done = {"status": "FINISHED", "finished_at": "2026-12-02T10:05:00+00:00"}
-        write_campaign_record(self.run_dir, self.record.model_copy(update=done))
+def _campaign(run_dir: Path, tracker: MlflowTracker) -> LoopSide:
+    return LoopSide(
+        run_dir, tracker, "outage", CONFIG_YAML, {"seed": "0", "budget.candidates": "6"}
+    )
 
 
 def _steps(client: MlflowClient, run_id: str, key: str) -> list[int]:
@@ -157,7 +128,7 @@ def test_server_killed_mid_campaign_then_restarted_and_synced(
     tracker = MlflowTracker(
         server.uri, "outage", run_dir=run_dir, max_consecutive_failures=1, retry_after_s=0
     )
-    campaign = _Campaign(run_dir, tracker)
+    campaign = _campaign(run_dir, tracker)
     attempts = _attempts(make_attempt)
     for attempt in attempts[:2]:
         campaign.record_attempt(attempt)
@@ -210,7 +181,7 @@ def test_lost_ledger_entries_are_checked_on_the_server_not_uploaded_twice(
     """As if every request had timed out on the client after the server applied it."""
     run_dir = tmp_path / "run"
     tracker = MlflowTracker(sqlite_uri, "lost-ledger", run_dir=run_dir)
-    campaign = _Campaign(run_dir, tracker)
+    campaign = _campaign(run_dir, tracker)
     attempts = _attempts(make_attempt)
     for attempt in attempts:
         campaign.record_attempt(attempt)
@@ -237,7 +208,7 @@ def test_campaign_that_never_reached_mlflow_is_created_by_sync(
     run_dir = tmp_path / "run"
     dead = f"http://127.0.0.1:{free_port()}"
     tracker = MlflowTracker(dead, "never-reached", run_dir=run_dir)
-    campaign = _Campaign(run_dir, tracker)
+    campaign = _campaign(run_dir, tracker)
     attempts = _attempts(make_attempt)
     for attempt in attempts:
         campaign.record_attempt(attempt)
@@ -319,7 +290,7 @@ def test_resumed_campaign_continues_its_runs(
     """A campaign killed after 3 attempts (no finish), then resumed from its run dir."""
     run_dir = tmp_path / "run"
     first = MlflowTracker(sqlite_uri, "resumed", run_dir=run_dir)
-    campaign = _Campaign(run_dir, first)
+    campaign = _campaign(run_dir, first)
     attempts = _attempts(make_attempt)
     for attempt in attempts[:3]:
         campaign.record_attempt(attempt)

@@ -14,17 +14,16 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from kernelarc.campaign.run_record import CampaignRecord, write_campaign_record
 from kernelarc.rundir import LEDGER_FILE
 from kernelarc.schema import Attempt, EvalStatus, Verdict
 from kernelarc.tracking import keys
-from kernelarc.tracking.attempts_log import AttemptLog
 from kernelarc.tracking.mlflow_sync import sync_run_dir
 from kernelarc.tracking.mlflow_tracker import MlflowTracker
 from kernelarc.tracking.sync_ledger import PARTS, LedgerView, SyncLedger
 from kernelarc.tracking.tracker_queue import WriterQueue
 from tests.tracking.conftest import MakeAttempt
 from tests.tracking.gated_proxy import HANG_GUARD_S, GatedProxy, Request
+from tests.tracking.loop_side import LoopSide
 
 CONFIG_YAML = "name: writer\nseed: 0\nproblem: axpby_h1024\n"
 
@@ -53,40 +52,8 @@ def _attempts(make_attempt: MakeAttempt) -> list[Attempt]:
     ]
 
 
-class _Campaign:
-    """The loop's side of tracking: attempts.jsonl first, then the tracker."""
-
-    def __init__(self, run_dir: Path, tracker: MlflowTracker) -> None:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "config.yaml").write_text(CONFIG_YAML)
-        self.run_dir, self.tracker = run_dir, tracker
-        self.log = AttemptLog(run_dir / "attempts.jsonl")
-        self.record = CampaignRecord(
-            name="writer",
-            problem="axpby_h1024",
-            problem_dir=str(run_dir / "problem"),
-            source_problem_dir="/nowhere",
-            workloads="workload.jsonl",
-            device="cpu",
-            seed=0,
-            started_at="2026-12-02T10:00:00+00:00",
-        )
-        write_campaign_record(run_dir, self.record)
-        tracker.start_campaign(
-            "writer",
-            params={"seed": "0"},
-            tags={keys.PROBLEM: "axpby_h1024", keys.RUN_DIR: str(run_dir)},
-            config_yaml=CONFIG_YAML,
-        )
-
-    def record_attempt(self, attempt: Attempt) -> None:
-        self.log.append(attempt)
-        self.tracker.log_attempt(attempt)
-
-    def end(self) -> None:
-        self.tracker.finish("FINISHED", {})
-        done = {"status": "FINISHED", "finished_at": "2026-12-02T10:05:00+00:00"}
-        write_campaign_record(self.run_dir, self.record.model_copy(update=done))
+def _campaign(run_dir: Path, tracker: MlflowTracker) -> LoopSide:
+    return LoopSide(run_dir, tracker, "writer", CONFIG_YAML, {"seed": "0"})
 
 
 def _ledger(run_dir: Path, uri: str) -> LedgerView:
@@ -132,7 +99,7 @@ def test_slow_server_does_not_hold_up_callers_and_finish_sends_all_in_order(
 ) -> None:
     run_dir = tmp_path / "run"
     tracker = MlflowTracker(proxy.uri, "writer-slow", run_dir=run_dir)
-    campaign = _Campaign(run_dir, tracker)  # the gate is open: the campaign run exists
+    campaign = _campaign(run_dir, tracker)  # the gate is open: the campaign run exists
     attempts = _attempts(make_attempt)
     answered_before = proxy.answered
     first_request = len(proxy.arrived)
@@ -177,7 +144,7 @@ def test_finish_gives_up_after_its_wait_and_sync_uploads_the_rest(
 ) -> None:
     run_dir = tmp_path / "run"
     tracker = MlflowTracker(proxy.uri, "writer-stuck", run_dir=run_dir, finish_timeout_s=0.2)
-    campaign = _Campaign(run_dir, tracker)
+    campaign = _campaign(run_dir, tracker)
     attempts = _attempts(make_attempt)
     answered_before = proxy.answered
     proxy.close_gate()
@@ -218,7 +185,7 @@ def test_failing_call_on_the_writer_degrades_and_the_ledger_does_not_claim_it(
 ) -> None:
     run_dir = tmp_path / "run"
     tracker = MlflowTracker(proxy.uri, "writer-failing", run_dir=run_dir)
-    campaign = _Campaign(run_dir, tracker)
+    campaign = _campaign(run_dir, tracker)
     attempts = _attempts(make_attempt)
     proxy.fail = _fails_step_1
     for attempt in attempts:
