@@ -61,6 +61,18 @@ class ConcludingAgent(Protocol):
 
 
 @runtime_checkable
+class AnchoringAgent(Protocol):
+    """An agent with an anchor proposal (the optional `is_anchor` hook): the reference as-is,
+    which the campaign judges without waiting for earlier agents' proposals of its round
+    (`campaign/proposal_order.py`). It needs no tracing, so it uses the timed slot while the
+    Triton agents trace, instead of leaving it idle for up to ORDER_WAIT_S."""
+
+    def is_anchor(self, proposal: Proposal) -> bool:
+        """True for this agent's anchor proposal."""
+        ...
+
+
+@runtime_checkable
 class ResumableAgent(Protocol):
     """An agent with state its context cannot give back (the optional `restore` hook).
 
@@ -165,6 +177,7 @@ __all__ = [
     "AGENT_KINDS",
     "Agent",
     "AgentContext",
+    "AnchoringAgent",
     "CompilerAgent",
     "ConcludingAgent",
     "DraftOrder",

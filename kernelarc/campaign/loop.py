@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from kernelarc.agents import Agent, AgentContext, make_team
+from kernelarc.agents import Agent, AgentContext, AnchoringAgent, make_team
 from kernelarc.campaign.coordinator import Coordinator
 from kernelarc.campaign.device import resolve_device
 from kernelarc.campaign.proposal_order import ProposalOrder
@@ -579,7 +579,8 @@ class _AgentWorker:
             # Breadth-first in team order at the slots (turn_order.py): every agent's n-th
             # candidate before any agent's (n+1)-th.
             priority = (taken, self.team_order.get(agent.name, len(self.team_order)))
-            self._order.wait_for_earlier(agent.name, taken)
+            if not (isinstance(agent, AnchoringAgent) and agent.is_anchor(proposal)):
+                self._order.wait_for_earlier(agent.name, taken)
             taken += 1
             try:
                 attempt = self._screen_evaluate_and_record(proposal, ordinal, priority)

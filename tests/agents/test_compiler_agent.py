@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from agent_checks import case_for, check_entry, run_checker, smallest_workload
 
-from kernelarc.agents import AgentContext, CompilerAgent
+from kernelarc.agents import AgentContext, AnchoringAgent, CompilerAgent
 from kernelarc.agents.strategy.compiler_agent import PINNED_OPTIONS, VARIANTS
 from kernelarc.guard import blocking, scan_solution
 from kernelarc.problems.builtin_set import builtin_names, resolve_problem
@@ -47,6 +47,13 @@ def test_eager_first_then_compile_variants_cpu_and_cuda() -> None:
     assert cpu[0].solution.sources[0].content == problem.definition.reference
     assert cpu[0].knobs == {"variant": "eager", "compiled": False}
     assert len({p.id for p in cuda}) == len(cuda)
+
+
+def test_only_the_eager_reference_is_the_anchor() -> None:
+    agent = CompilerAgent()
+    assert isinstance(agent, AnchoringAgent)
+    proposals = _all(agent, AgentContext(problem=resolve_problem("rmsnorm"), device="cuda"))
+    assert [agent.is_anchor(p) for p in proposals] == [True] + [False] * (len(proposals) - 1)
 
 
 @pytest.mark.parametrize("name", NAMES)

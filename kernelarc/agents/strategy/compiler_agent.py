@@ -191,6 +191,10 @@ class CompilerAgent:
         logger.debug("%s: no new compile variant for %s", self.name, definition.name)
         return None
 
+    def is_anchor(self, proposal: Proposal) -> bool:
+        """The eager reference is the team's anchor (`agents.AnchoringAgent`)."""
+        return proposal.knobs.get("variant") == "eager"
+
     def conclude(self, attempt: Attempt, ctx: AgentContext) -> list[ConclusionDraft]:
         """A compiled variant against the eager reference this agent measured, if any."""
         if attempt.proposal.knobs.get("compiled") is not True:
