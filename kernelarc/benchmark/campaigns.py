@@ -3,7 +3,8 @@
 Place in the flow: `scripts/bench_campaign.py` (built-in problems) and `scripts/bench_suite.py`
 (problem dirs, through `kernelarc.benchmark.suite`) parse their options into `BenchSettings` and
 call `run_bench`. Per problem: compose the campaign config exactly as `kernelarc campaign` does
-(Hydra, conf/, the offline team) with the bench's overrides, run the campaign with the time left
+(Hydra, conf/, the offline team) with the bench's overrides, run the campaign through the same
+lifecycle as the command (`campaign.lifecycle`; tracking off, no config.yaml) with the time left
 until the problem's deadline as its wall-clock budget (`budget.time_s`: no proposal after it, no
 candidate that is not expected to finish before it), then evaluate the torch.compile variants the
 campaign did not (compile default and max-autotune) and the rounds each needs for a confidence
@@ -43,7 +44,13 @@ from kernelarc.benchmark.report import (
     summarize,
     trace_latencies,
 )
-from kernelarc.campaign import CampaignState, run_campaign
+from kernelarc.campaign import CampaignState
+from kernelarc.campaign.lifecycle import (
+    CampaignOpening,
+    LifecycleHooks,
+    TrackingChoice,
+    run_campaign_lifecycle,
+)
 from kernelarc.campaign.run_record import read_campaign_record
 from kernelarc.config import CampaignConfig
 from kernelarc.errors import ConfigError, SandboxError
@@ -62,7 +69,6 @@ from kernelarc.schema import (
     TimingConfig,
     Trace,
 )
-from kernelarc.tracking import make_tracker
 from kernelarc.tracking.attempts_log import read_attempts
 
 logger = logging.getLogger(__name__)
@@ -398,12 +404,18 @@ def run_problem(
     run_dir = settings.out / "runs" / label
     if run_dir.exists():
         shutil.rmtree(run_dir)
-    tracker = make_tracker("none")
     started = time.monotonic()
     limit = f"{cfg.budget.time_s:.0f} s" if cfg.budget.time_s else "none"
     team = ", ".join(spec.kind for spec in cfg.agents.team)
     log(f"== {label}: budget {cfg.budget.candidates}, time limit {limit}, team {team}")
-    summary = run_campaign(cfg, run_dir, tracker, _progress(label, started, log))
+    # Tracking off whatever the overrides say (attempts.jsonl has it all), and no config.yaml.
+    summary = run_campaign_lifecycle(
+        cfg,
+        run_dir,
+        TrackingChoice(kind="none"),
+        CampaignOpening(name=cfg.name),
+        LifecycleHooks(on_attempt=_progress(label, started, log)),
+    ).summary
     campaign_wall = time.monotonic() - started
     attempts = read_attempts(run_dir / ATTEMPTS_FILE)
     record = read_campaign_record(run_dir)
