@@ -21,13 +21,14 @@ import argparse
 import logging
 import sys
 
-from kernelarc.benchmark.campaigns import default_problems, run_bench
+from kernelarc.benchmark.campaigns import run_bench
 from kernelarc.benchmark.cli_options import (
     add_campaign_options,
     add_output_options,
     settings_from_args,
     workload_file,
 )
+from kernelarc.benchmark.settings import default_problems
 from kernelarc.campaign.device import resolve_device
 from kernelarc.errors import KernelarcError
 

@@ -12,7 +12,7 @@ import argparse
 import time
 from pathlib import Path
 
-from kernelarc.benchmark.campaigns import BenchSettings
+from kernelarc.benchmark.settings import BenchSettings
 
 _WORKLOADS_DEFAULT_HELP = "(default: workload_gpu.jsonl on cuda, else workload.jsonl)"
 

@@ -15,12 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelarc.benchmark.campaigns import (
-    BenchProgress,
-    BenchSettings,
-    is_problem_dir,
-    write_text_atomic,
-)
+from kernelarc.benchmark.outputs import BenchProgress, write_text_atomic
 from kernelarc.benchmark.report import (
     CI_METHOD,
     Interval,
@@ -32,6 +27,7 @@ from kernelarc.benchmark.report import (
     speedup_line,
     summarize_speedups,
 )
+from kernelarc.benchmark.settings import BenchSettings, is_problem_dir
 from kernelarc.errors import ConfigError
 
 OK = "ok"

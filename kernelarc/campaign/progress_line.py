@@ -6,15 +6,12 @@ and `cli.campaign_view.print_summary` prints `stop_line(summary)`: why and when 
 stopped.
 """
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from kernelarc.campaign.loop import CampaignState, CampaignSummary
+from kernelarc.campaign.state import CampaignState, CampaignSummary
 
 _STAGES = (("screen", "screen"), ("timing", "timing"), ("guard", "guard"))
 
 
-def throughput_line(state: "CampaignState") -> str:
+def throughput_line(state: CampaignState) -> str:
     """`\\n<candidates/min>  timed slot busy  time per stage  queue waits  time left`, or '' before
     the first attempt."""
     rate = state.throughput
@@ -37,7 +34,7 @@ def throughput_line(state: "CampaignState") -> str:
     return "\n" + "  ".join(parts)
 
 
-def stop_line(summary: "CampaignSummary", time_budget_s: float | None) -> str:
+def stop_line(summary: CampaignSummary, time_budget_s: float | None) -> str:
     """Why the campaign stopped and the wall time it used."""
     reasons = {
         "candidates": "the candidate budget is spent",

@@ -1,6 +1,6 @@
 """Resume: what a killed campaign's run dir gives back to the campaign loop.
 
-Place in the flow: `run_campaign` with `resume` set reads the run dir's attempts.jsonl through
+Place in the flow: `assemble_campaign` with `resume` set reads the run dir's attempts.jsonl through
 `recorded_attempts` (a truncated last line, a kill mid-write, is dropped), rebuilds the shared
 `CampaignState` with `restore_state`, then hands the same attempts to the coordinator (board and
 plateau counters) and to every agent that has a `restore` hook. attempts.jsonl is the only
@@ -12,19 +12,16 @@ had used (campaign.json `time_used_s`) is what its time budget starts from (`tim
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kernelarc.agents import Agent, ResumableAgent
+from kernelarc.campaign.coordinator import Coordinator
 from kernelarc.campaign.run_record import CampaignRecord, read_campaign_record
+from kernelarc.campaign.state import CampaignState
 from kernelarc.config import CampaignConfig
 from kernelarc.errors import ConfigError, TrackingError
 from kernelarc.rundir import ATTEMPTS_FILE, CAMPAIGN_FILE, CONFIG_FILE
 from kernelarc.schema import Attempt, EvalStatus, Verdict, utc_now
 from kernelarc.tracking.attempts_log import read_attempts
-
-if TYPE_CHECKING:
-    from kernelarc.campaign.coordinator import Coordinator
-    from kernelarc.campaign.loop import CampaignState
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +77,7 @@ def recorded_attempts(run_dir: Path) -> list[Attempt]:
     return attempts
 
 
-def restore_state(state: "CampaignState", attempts: Sequence[Attempt]) -> None:
+def restore_state(state: CampaignState, attempts: Sequence[Attempt]) -> None:
     """Replay recorded attempts into a fresh `state` as the loop recorded them: the budget they
     took, their proposal ids, the incumbent (the last NEW_BEST), failures, the infrastructure
     failures in a row at the end, guard evaluations and drafts."""
@@ -127,8 +124,8 @@ def time_used_before(run_dir: Path) -> float:
 def resume_into(
     run_dir: Path,
     fresh: CampaignRecord,
-    state: "CampaignState",
-    coordinator: "Coordinator",
+    state: CampaignState,
+    coordinator: Coordinator,
     team: Sequence[Agent],
 ) -> tuple[CampaignRecord, int]:
     """Take a killed campaign's run dir back into a fresh state, coordinator and team; the

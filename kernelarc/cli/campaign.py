@@ -5,7 +5,9 @@ Place in the flow: `kernelarc.cli.main` imports this module only to run a campai
 or shell completion), so the other commands never import Hydra. Importing it registers the
 config schema (`config.register_configs`) and the help's resolvers (`campaign_help.py`), which
 Hydra needs before it composes; what a campaign shows is `campaign_view.py`, a sweep's summary
-`sweep_summary.py`.
+`sweep_summary.py`. Each job composes and validates here, then hands the run dir, config.yaml,
+tracker and MLflow sync to `campaign.lifecycle.run_campaign_lifecycle`, which the benchmarks
+share.
 """
 
 import contextlib
@@ -13,9 +15,7 @@ import logging
 import os
 import re
 import shutil
-import signal
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +25,14 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
 
-from kernelarc.campaign import run_campaign
 from kernelarc.campaign.device import resolve_device
-from kernelarc.campaign.restore import recorded_attempts
-from kernelarc.campaign.run_record import mark_interrupted
+from kernelarc.campaign.lifecycle import (
+    CampaignOpening,
+    LifecycleHooks,
+    SyncOutcome,
+    TrackingChoice,
+    run_campaign_lifecycle,
+)
 from kernelarc.cli.campaign_help import (
     config_dir,
     config_path,
@@ -46,9 +50,7 @@ from kernelarc.config import CampaignConfig, register_configs
 from kernelarc.errors import ConfigError, KernelarcError
 from kernelarc.problems.builtin_set import builtin_names, resolve_problem
 from kernelarc.problems.files import Problem
-from kernelarc.report.sol_score import SolScorer
 from kernelarc.rundir import ATTEMPTS_FILE, CAMPAIGN_FILE, CONFIG_FILE
-from kernelarc.tracking import keys, make_tracker
 from kernelarc.tracking.run_metadata import campaign_tags, flatten_config, run_name
 
 logger = logging.getLogger(__name__)
@@ -216,34 +218,26 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
     problem = _validate(cfg, console)
     # The problem tag groups campaigns by definition; the source says where it came from.
     source = cfg.problem if cfg.problem in builtin_names() else str(problem.path.resolve())
-    run_dir.mkdir(parents=True, exist_ok=True)
     # config.yaml describes the campaign (a later resume reads it): `resume` is not part of it.
     recorded = dict_cfg.copy()
     recorded.resume = None
-    config_yaml = OmegaConf.to_yaml(recorded, resolve=True)
-    _write_atomically(run_dir / CONFIG_FILE, config_yaml)
     container = OmegaConf.to_container(dict_cfg, resolve=True)
     assert isinstance(container, dict)
     config: dict[str, Any] = {str(k): v for k, v in container.items()}
-    uri = cfg.tracking.uri or local_mlflow_uri()
-    experiment = cfg.tracking.experiment or cfg.name
+    tracking = TrackingChoice(
+        kind=cfg.tracking.kind,
+        uri=cfg.tracking.uri or local_mlflow_uri(),
+        experiment=cfg.tracking.experiment or cfg.name,
+    )
     # A dead tracking server must cost seconds, not minutes of retries (attempts.jsonl has all).
     limit_mlflow_retries()
-    options: dict[str, Any] = {}
-    if cfg.tracking.kind == "mlflow":
-        options = {
-            "tracking_uri": uri,
-            "experiment": experiment,
-            "run_dir": run_dir,
-            "sol_score": SolScorer.for_run_dir(run_dir),
-        }
-    tracker = make_tracker(cfg.tracking.kind, **options)
     hydra_cfg = HydraConfig.get()
     overrides = list(hydra_cfg.overrides.task)
-    opening: dict[str, Any] = {
-        "name": run_name(cfg.name, overrides),
-        "params": flatten_config(config),
-        "tags": campaign_tags(
+    opening = CampaignOpening(
+        name=run_name(cfg.name, overrides),
+        config_yaml=OmegaConf.to_yaml(recorded, resolve=True),
+        params=flatten_config(config),
+        tags=campaign_tags(
             config,
             run_dir,
             device=resolve_device(cfg.device),
@@ -252,59 +246,30 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
             problem_name=problem.name,
             problem_source=source,
         ),
-        "config_yaml": config_yaml,
-    }
-    if cfg.resume is not None:
-        # Re-attach the campaign's MLflow runs (its ledger names them); nothing is logged twice.
-        tracker.resume_campaign(**opening, attempts=recorded_attempts(run_dir))
-    else:
-        tracker.start_campaign(**opening)
-    status, summary_metrics = "FAILED", {}
-    started = time.monotonic()
+    )
     view = CampaignConsole(cfg, console, resolve_device(cfg.device))
+    hooks = LifecycleHooks(
+        on_attempt=view.on_attempt,
+        # on_progress after conclusions too: the footer counts what the summary will (issue 17).
+        on_progress=view.on_progress,
+        on_idle=view.on_idle,
+        live=view,
+        on_interrupted=lambda done: _interrupted(console, cfg, run_dir, done),
+    )
     try:
-        with view:
-            # on_progress after conclusions too: the footer counts what the summary will (issue 17).
-            summary = run_campaign(
-                cfg,
-                run_dir,
-                tracker,
-                view.on_attempt,
-                on_progress=view.on_progress,
-                on_idle=view.on_idle,
-            )
-        status = summary.status
-        summary_metrics = {
-            "campaign/wall_s": round(time.monotonic() - started, 3),
-            "campaign/guard_evaluations": float(summary.guard_evaluations),
-            "campaign/time_used_s": summary.time_used_s,
-        }
-        if summary.throughput is not None:
-            numbers = summary.throughput.numbers().items()
-            summary_metrics.update({keys.THROUGHPUT_PREFIX + k: v for k, v in numbers})
+        finished = run_campaign_lifecycle(cfg, run_dir, tracking, opening, hooks)
     except KeyboardInterrupt:
-        status = "KILLED"
-        # A second Ctrl-C while the marks are written is ignored: they are what a resume needs.
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            tracker.finish(status, summary_metrics)
-            _interrupted(console, cfg, run_dir)
-        finally:
-            signal.signal(signal.SIGINT, previous)
         raise SystemExit(130) from None
-    finally:
-        tracker.finish(status, summary_metrics)  # once: a second call does nothing
-    if cfg.tracking.kind == "mlflow":
-        _sync_at_end(console, run_dir, uri, experiment)
-    print_summary(console, cfg, summary, view.idle, tracker)
+    if finished.sync is not None:
+        _print_sync(console, run_dir, tracking.uri, finished.sync)
+    summary = finished.summary
+    print_summary(console, cfg, summary, view.idle, finished.tracker)
     return summary.best.speedup if summary.best else None
 
 
-def _interrupted(console: Console, cfg: CampaignConfig, run_dir: Path) -> None:
-    """Ctrl-C: mark campaign.json INTERRUPTED (MLflow's runs are KILLED by `finish`) and say
-    how to go on."""
-    mark_interrupted(run_dir)
-    done = len(recorded_attempts(run_dir)) if (run_dir / ATTEMPTS_FILE).is_file() else 0
+def _interrupted(console: Console, cfg: CampaignConfig, run_dir: Path, done: int) -> None:
+    """Ctrl-C, once campaign.json is marked INTERRUPTED (MLflow's runs KILLED): say how far the
+    campaign got and how to go on."""
     console.print(
         f"\nInterrupted: {done} of {cfg.budget.candidates} candidates recorded in "
         f"{display_path(run_dir)}/attempts.jsonl; the evaluations in flight were stopped.",
@@ -320,29 +285,14 @@ def _interrupted(console: Console, cfg: CampaignConfig, run_dir: Path) -> None:
     )
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    """Write a file so that a kill leaves either the old or the new content."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-
-
-def _sync_at_end(console: Console, run_dir: Path, uri: str, experiment: str) -> None:
-    """Upload what the tracker could not (an outage); a no-op when nothing is missing."""
-    from kernelarc.tracking.mlflow_sync import sync_run_dir
-
-    try:
-        report = sync_run_dir(
-            run_dir, uri, experiment=experiment, sol_score=SolScorer.for_run_dir(run_dir)
-        )
-    except KernelarcError as exc:
-        logger.warning("MLflow sync at the end failed: %s", exc)
+def _print_sync(console: Console, run_dir: Path, uri: str, sync: SyncOutcome) -> None:
+    """What the MLflow sync at the end did: nothing to say when nothing was missing."""
+    if sync.error:
         console.print(
-            f"[yellow]MLflow is missing part of this campaign[/] ({exc}); attempts.jsonl has "
-            f"everything: run `kernelarc sync {run_dir}` once {uri} answers.",
+            f"[yellow]MLflow is missing part of this campaign[/] ({sync.error}); attempts.jsonl "
+            f"has everything: run `kernelarc sync {run_dir}` once {uri} answers.",
             highlight=False,
             soft_wrap=True,
         )
-        return
-    if report.changed:
-        console.print(f"MLflow sync: {report.describe()}", highlight=False, soft_wrap=True)
+    elif sync.changes:
+        console.print(f"MLflow sync: {sync.changes}", highlight=False, soft_wrap=True)

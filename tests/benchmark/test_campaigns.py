@@ -7,17 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from kernelarc.benchmark.campaigns import (
-    BenchSettings,
-    baseline_plan,
-    campaign_overrides,
-    compose_config,
-    default_problems,
-    measure_baselines,
-    problem_label,
-    wanted_baselines,
-)
+from kernelarc.benchmark.baselines import baseline_plan, measure_baselines, wanted_baselines
+from kernelarc.benchmark.campaigns import campaign_overrides, compose_config
 from kernelarc.benchmark.report import BaselineRun
+from kernelarc.benchmark.settings import BenchSettings, default_problems, problem_label
 from kernelarc.config import OFFLINE_STRATEGIES
 from kernelarc.errors import ConfigError
 from kernelarc.problems.builtin_set import builtin_dir, builtin_names, resolve_problem

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from kernelarc.benchmark.campaigns import BenchProgress, BenchSettings, ProblemResult
+from kernelarc.benchmark.outputs import BenchProgress, ProblemResult
 from kernelarc.benchmark.report import BaselineRun, build_row
+from kernelarc.benchmark.settings import BenchSettings
 from kernelarc.benchmark.suite import (
     SUITE_HEADER,
     find_problem_dirs,
