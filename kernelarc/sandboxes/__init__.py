@@ -14,7 +14,7 @@ sandbox removes those of hosts that died without closing theirs (`owned_dirs.py`
 from typing import Any, Protocol
 
 from kernelarc.errors import ConfigError
-from kernelarc.sandboxes.local_sandbox import LocalSandbox
+from kernelarc.sandboxes.local.sandbox import LocalSandbox
 from kernelarc.schema import EvalRequest, EvalResult
 
 __all__ = ["SANDBOX_KINDS", "LocalSandbox", "Sandbox", "make_sandbox"]
@@ -53,7 +53,7 @@ def make_sandbox(kind: str, **options: Any) -> Sandbox:
         raise ConfigError(msg)
     cls: Any = LocalSandbox
     if kind == "docker":
-        from kernelarc.sandboxes.docker_sandbox import DockerSandbox  # docker SDK: only here
+        from kernelarc.sandboxes.docker.sandbox import DockerSandbox  # docker SDK: only here
 
         cls = DockerSandbox
     try:

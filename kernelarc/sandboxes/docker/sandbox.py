@@ -65,7 +65,7 @@ from docker.types import DeviceRequest, Ulimit
 
 from kernelarc.errors import SandboxError
 from kernelarc.runner.go_line import go_line
-from kernelarc.sandboxes.attach_stream import AttachStream, pump_until
+from kernelarc.sandboxes.docker.attach_stream import AttachStream, pump_until
 from kernelarc.sandboxes.memory_need import GIB
 from kernelarc.sandboxes.owned_dirs import host_owner, make_owned_dir, sweep_stale
 from kernelarc.sandboxes.request_limits import memory_limits, runner_request
