@@ -98,7 +98,7 @@ class LocalSandbox:
         gid), alternating per runner. `pid_namespace` False skips the PID namespace on CPU too
         (CUDA never gets one): the set-up GPU hosts use, on any host.
         `warm_spare` keeps one pre-started runner for the next evaluation, started as
-        `spare_start` says (module docstring). `build_cache` is the directory of the host's
+        `spare_start` says (`local/__init__.py`). `build_cache` is the directory of the host's
         C++ build cache (None: every C++ solution is built in its runner).
         """
         check_spare_start(spare_start)
