@@ -659,7 +659,7 @@ def cupti_shim() -> Iterator[str]:
 
 def events_env(shim: str) -> dict[str, str]:
     """The runner's PYTHONPATH with the shim first (what LocalSandbox would set, plus it)."""
-    from kernelarc.sandboxes.process_limits import package_root
+    from kernelarc.sandboxes.local.process_limits import package_root
 
     parts = [shim, str(package_root()), *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
     return {"PYTHONPATH": os.pathsep.join(p for p in parts if p)}

@@ -40,8 +40,8 @@ from docker_env import start_engine  # noqa: E402
 
 from kernelarc.problems.files import load_problem  # noqa: E402
 from kernelarc.sandboxes import LocalSandbox, Sandbox  # noqa: E402
-from kernelarc.sandboxes.docker_sandbox import DockerSandbox  # noqa: E402
-from kernelarc.sandboxes.local_sandbox import WARM_SPARE_NOTE, SpareStart  # noqa: E402
+from kernelarc.sandboxes.docker import DockerSandbox  # noqa: E402
+from kernelarc.sandboxes.runner_lifecycle import WARM_SPARE_NOTE, SpareStart  # noqa: E402
 from kernelarc.schema import EvalRequest, EvalResult, EvalStatus, Solution, TimingConfig  # noqa: E402
 
 TRIVIAL = "def run(x, y):\n    return x + y\n"

@@ -3,18 +3,28 @@
 `make_sandbox(kind, **options)` builds one; every sandbox implements `Sandbox.evaluate`, which
 never raises for a candidate's misbehaviour (that is a status in the traces) and raises
 `kernelarc.errors.SandboxError` only when the sandbox itself cannot run. Kinds: `local`
-(`LocalSandbox`, a hardened subprocess) and `docker` (`docker_sandbox.DockerSandbox`, imported
-only when asked for; it holds containers). Both keep a spare runner between evaluations
-(`warm_spare`); `prepare()` starts the first one (and Docker's container) before the first
-evaluation, so that one is not cold either. Call `close()` when done with a sandbox (or use it
-as a context manager). Each sandbox's temp dirs are named for its host process, and a new
-sandbox removes those of hosts that died without closing theirs (`owned_dirs.py`).
+(`local.LocalSandbox`, a hardened subprocess) and `docker` (`docker.DockerSandbox`, imported
+only when asked for; it holds containers). Both run every evaluation through one lifecycle
+(`runner_lifecycle.py`): a spare runner kept between evaluations (`warm_spare`), a fresh runner
+per candidate, a signed result read back (`result_file.py`). `prepare()` starts the first spare
+(and Docker's container) before the first evaluation, so that one is not cold either. Call
+`close()` when done with a sandbox (or use it as a context manager). Each sandbox's temp dirs
+are named for its host process, and a new sandbox removes those of hosts that died without
+closing theirs (`owned_dirs.py`).
+
+The modules here are what both sandboxes share: the lifecycle and its spare slot
+(`spare_slot.py`), the request's limits (`request_limits.py`, `memory_need.py`), the result
+file, the runner users' accounts and compile caches (`runner_accounts.py`, `runner_cache.py`),
+temp dirs (`owned_dirs.py`), the host's build and JIT caches (`host_caches.py`,
+`build_cache.py`, `jit_cache.py`, `safe_files.py`; the local sandbox uses them so far) and the
+jail (`jail.py`, run as a script by the local sandbox; `result_file.py` reads its set-up exit
+code).
 """
 
 from typing import Any, Protocol
 
 from kernelarc.errors import ConfigError
-from kernelarc.sandboxes.local_sandbox import LocalSandbox
+from kernelarc.sandboxes.local import LocalSandbox
 from kernelarc.schema import EvalRequest, EvalResult
 
 __all__ = ["SANDBOX_KINDS", "LocalSandbox", "Sandbox", "make_sandbox"]
@@ -53,7 +63,7 @@ def make_sandbox(kind: str, **options: Any) -> Sandbox:
         raise ConfigError(msg)
     cls: Any = LocalSandbox
     if kind == "docker":
-        from kernelarc.sandboxes.docker_sandbox import DockerSandbox  # docker SDK: only here
+        from kernelarc.sandboxes.docker import DockerSandbox  # docker SDK: only there
 
         cls = DockerSandbox
     try:

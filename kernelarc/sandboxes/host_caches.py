@@ -1,11 +1,12 @@
 """A local sandbox's caches as one step before a runner gets its request and one after it ended:
 the C++ build cache (`build_cache.py`) and the candidates' JIT caches (`jit_cache.py`).
 
-Place in the flow: `LocalSandbox.evaluate` calls `prepare` (the request as the runner gets it,
-and the files to stage), `stage_into` (writes them into the runner's dir, without following
-links, and gives the JIT dirs to the runner's user so its compilers can add to them) before the
-runner's `go`, and `collect` once the runner's processes are dead (stores what its judge built or
-hashed). Both caches share one directory (`sandbox.build_cache_dir`).
+Place in the flow: the local sandbox's side of the lifecycle (`local/sandbox.py`, `_Evaluation`:
+`request_for` and `collect`) calls `prepare` (the request as the runner gets it, and the files to
+stage), `stage_into` (writes them into the runner's dir, without following links, and gives the JIT
+dirs to the runner's user so its compilers can add to them) before the runner's `go`, and `collect`
+once the runner's processes are dead (stores what its judge built or hashed). Both caches share one
+directory (`sandbox.build_cache_dir`).
 """
 
 import logging

@@ -1,7 +1,8 @@
 """What a sandbox adds to a request before its runner reads it: the limits the judge must know.
 
-Place in the flow: `LocalSandbox.evaluate` and `DockerSandbox.evaluate` pass every request
-through `runner_request` just before writing it for the runner. The overall timeout goes in so
+Place in the flow: both sandboxes' `RunnerHost.request_for` (`local/sandbox.py`,
+`docker/sandbox.py`) pass every request through `runner_request` just before the lifecycle
+writes it for the runner (`runner_lifecycle.py`). The overall timeout goes in so
 that the judge ends a hung workload, and reports it, before the sandbox kills the runner; on the
 CPU the address-space limit goes in, sized by `memory_limits` from the problem's data
 (`memory_need.py`), and the runner lowers its own limit to it before it starts a worker.

@@ -1,11 +1,11 @@
 """Accounts for the sandbox runners' uids: a name every library accepts, on any host or image.
 
 Place in the flow: LocalSandbox and DockerSandbox run each runner as a numeric uid:gid (two of
-them, alternating: `runner_identities.py`) that need not exist on the host or in the image.
-Libraries then fail in ways that look like the candidate's fault: `getpass.getuser()` raises
-KeyError for a uid without a passwd entry, and Inductor (torch 2.11) calls it at import to name
-its default cache dir, so every `torch.compile` candidate crashed under the second uid of a GPU
-host. Two layers make every identity a complete account:
+them, alternating: `local/runner_identities.py`, `docker/accounts.py`) that need not exist on the
+host or in the image. Libraries then fail in ways that look like the candidate's fault:
+`getpass.getuser()` raises KeyError for a uid without a passwd entry, and Inductor (torch 2.11)
+calls it at import to name its default cache dir, so every `torch.compile` candidate crashed under
+the second uid of a GPU host. Two layers make every identity a complete account:
 
 - the environment: `USER` and `LOGNAME` (which `getpass` reads before the passwd database),
   next to `HOME`, set for every runner (`account_env`);

@@ -2,7 +2,7 @@
 
 Place in the flow: LocalSandbox (and DockerSandbox, in its pool dir) points every runner's
 `TRITON_CACHE_DIR`, `TORCHINDUCTOR_CACHE_DIR`, `CUDA_CACHE_PATH` and `XDG_CACHE_HOME` into
-`<root>/<uid>-<gid>/`, the dir of the uid:gid the runner runs as (`runner_identities.py`).
+`<root>/<uid>-<gid>/`, the dir of the uid:gid the runner runs as (`local/runner_identities.py`).
 The dir is owned by that uid with mode 0700 and outlives the runner, so a candidate finds what
 earlier candidates of the same identity compiled (a guard re-run of a `torch.compile` candidate
 does not compile it again); the other identity's dir is closed to it, so a candidate never

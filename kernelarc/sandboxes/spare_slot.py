@@ -1,5 +1,10 @@
 """The one pre-started spare runner a local sandbox keeps for its next evaluation.
 
+Place in the flow: `LocalSandbox` offers every spare it starts here and takes it back in the
+lifecycle's first step (`runner_lifecycle.py`); its `Spare` protocol is the part of the
+lifecycle's `Runner` this needs. (A DockerSandbox slot holds its one spare under the slot's
+lock instead, `docker/slot.py`.)
+
 Every candidate still gets a fresh runner process (nothing is shared between candidates); the
 spare only moves the runner's start-up (the ~3 s torch import) off the candidate's path. The
 sandbox starts it when an evaluation has ended (its runner and every process it left are dead

@@ -24,7 +24,7 @@ import pytest
 from vector_add_request import vector_add_request
 
 from kernelarc.sandboxes import LocalSandbox
-from kernelarc.sandboxes.local_sandbox import WARM_SPARE_NOTE
+from kernelarc.sandboxes.runner_lifecycle import WARM_SPARE_NOTE
 from kernelarc.schema import EvalRequest, EvalResult, EvalStatus
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"

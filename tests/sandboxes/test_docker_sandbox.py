@@ -24,8 +24,9 @@ from docker_env import DockerEngine
 from kernelarc.errors import ConfigError, SandboxError
 from kernelarc.problems.files import load_problem
 from kernelarc.sandboxes import make_sandbox
-from kernelarc.sandboxes.attach_stream import TAIL_BYTES, AttachStream
-from kernelarc.sandboxes.docker_sandbox import WARM_SPARE_NOTE, DockerSandbox
+from kernelarc.sandboxes.docker import DockerSandbox
+from kernelarc.sandboxes.docker.attach_stream import TAIL_BYTES, AttachStream
+from kernelarc.sandboxes.runner_lifecycle import WARM_SPARE_NOTE
 from kernelarc.schema import EvalRequest, EvalResult, EvalStatus, Solution, TimingConfig
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -574,7 +575,7 @@ def test_prepare_starts_the_container_and_a_spare_for_the_first_candidate(
 
 _DOCKER_HOST = """
 import json, sys, time
-from kernelarc.sandboxes.docker_sandbox import DockerSandbox
+from kernelarc.sandboxes.docker import DockerSandbox
 options, problem_dir = json.loads(sys.argv[1]), sys.argv[2]
 sandbox = DockerSandbox(**options)
 sandbox.prepare("cpu", 180, problem_dir)

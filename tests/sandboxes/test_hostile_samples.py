@@ -108,7 +108,7 @@ def _run_local(
 
 
 def _run_docker(watch: HostWatch, engine: DockerEngine) -> SuiteRun:
-    from kernelarc.sandboxes.docker_sandbox import DockerSandbox
+    from kernelarc.sandboxes.docker import DockerSandbox
 
     started = time.monotonic()
     run = SuiteRun()

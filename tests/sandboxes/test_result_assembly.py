@@ -7,7 +7,7 @@ import pytest
 
 from kernelarc.problems.files import load_problem
 from kernelarc.runner.result_key import signed_result
-from kernelarc.sandboxes.process_limits import ResourceLimits, scrubbed_env
+from kernelarc.sandboxes.local.process_limits import ResourceLimits, scrubbed_env
 from kernelarc.sandboxes.result_file import (
     assemble_traces,
     new_result_key,

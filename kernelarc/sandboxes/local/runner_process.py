@@ -1,13 +1,14 @@
-"""A local runner process from start to end, for `LocalSandbox`.
+"""A local runner process from start to end: `LocalSandbox`'s `runner_lifecycle.Runner`.
 
 A runner is started as `python -P -m kernelarc.runner --device DEVICE request.json result.json`
-in its own temp dir and process group (`start`); it imports torch and waits. `go()` writes the
-request into its dir and the go line and result key on its stdin; `finish()` waits for it
-against the wall-clock timeout, kills its whole group (and stops the jail) and reads back the
-log tails. A cold evaluation calls the three in a row; a spare is started ahead of its request
-and handed to the next evaluation that fits (`spare_slot.py`). `discard()` ends a runner that is
-no longer wanted (closing its stdin is EOF before `go`, on which a spare exits; the kill makes
-sure) and removes its temp dir. Command line, environment and limits are the sandbox's choice.
+in its own temp dir and process group (`start`, called by `runner_start.py`); it imports torch
+and waits. `go()` writes the request into its dir and the go line and result key on its stdin;
+`finish()` waits for it against the wall-clock timeout, kills its whole group (and stops the
+jail) and reads back the log tails. A cold evaluation calls the three in a row; a spare is
+started ahead of its request and handed to the next evaluation that fits (`spare_slot.py`).
+`discard()` ends a runner that is no longer wanted (closing its stdin is EOF before `go`, on
+which a spare exits; the kill makes sure) and removes its temp dir. Command line, environment
+and limits are the sandbox's choice.
 """
 
 import contextlib
@@ -23,8 +24,9 @@ from pathlib import Path
 
 from kernelarc.errors import SandboxError
 from kernelarc.runner.go_line import go_line
+from kernelarc.sandboxes.local.runner_identities import Lease
 from kernelarc.sandboxes.result_file import cap_tail
-from kernelarc.sandboxes.runner_identities import Lease
+from kernelarc.sandboxes.runner_lifecycle import RunEnd
 
 logger = logging.getLogger(__name__)
 
@@ -32,15 +34,6 @@ TAIL_BYTES = 64 * 1024
 _GROUP_GONE_WAIT_S = 5.0
 _JAIL_EXIT_WAIT_S = 10.0
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-
-
-@dataclass(frozen=True)
-class RunEnd:
-    """How a runner ended: exit code (None if it never ended), whether it overran, log tail."""
-
-    returncode: int | None
-    timed_out: bool
-    log_tail: str
 
 
 @dataclass
@@ -72,12 +65,19 @@ class RunnerProcess:
         """Whether the process (the jail or `unshare`, when there is one) still runs."""
         return self.proc.poll() is None
 
-    def go(self, request_json: str, result_key: bytes) -> None:
+    @property
+    def result_path(self) -> Path:
+        """Its signed result file (in its temp dir)."""
+        return self.workdir / "result.json"
+
+    def go(self, request_json: str, result_key: bytes, timeout_s: float) -> None:
         """Write request.json into its dir, then `go` and the key line on its stdin (EOF after).
+        No deadline goes with `go`: `finish` keeps the time (`timeout_s` is for Docker's).
 
         Raises:
             SandboxError: request.json cannot be written.
         """
+        del timeout_s
         try:
             # O_EXCL | O_NOFOLLOW: the dir belongs to the sandbox user; never follow a planted link.
             fd = os.open(self.workdir / "request.json", _NEW_FILE, 0o644)

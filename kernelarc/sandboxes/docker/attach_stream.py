@@ -1,8 +1,9 @@
 """The output side of a `docker exec` attach: read it against a deadline, keep only its tails.
 
-Docker multiplexes stdout and stderr on one connection in frames: an 8-byte header (stream
-byte, 3 zero bytes, big-endian payload size), then the payload. Split out of docker_sandbox.py,
-which owns the connection; nothing here imports docker.
+Place in the flow: `exec_runner.ExecRunner.finish` pumps its runner's connection through
+`pump_until` into an `AttachStream` until the runner ends or its deadline passes. Docker
+multiplexes stdout and stderr on one connection in frames: an 8-byte header (stream byte, 3 zero
+bytes, big-endian payload size), then the payload. Nothing here imports docker.
 """
 
 import logging

@@ -1,7 +1,7 @@
 """The two uid:gid identities a jailed LocalSandbox's runners alternate between.
 
 A spare runner may be started while the previous candidate still runs (on CUDA, where there is
-no PID namespace, `local_sandbox.py`). What keeps that candidate away from the spare is that they
+no PID namespace, `local/__init__.py`). What keeps that candidate away from the spare is that they
 run as different users: the jail drops every capability, so a process of one uid cannot signal
 or ptrace a process of another, nor enter its private temp dir (owned by its uid, mode 0700).
 So every runner holds a lease on one identity from its start until it was killed and its dir

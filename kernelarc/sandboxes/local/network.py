@@ -5,7 +5,7 @@ its own /proc (`unshare -n -m -p -f --kill-child --mount-proc`): killing the san
 ends processes that left the process group with setsid, the sandbox sees only its own processes
 in /proc (not the host's, whose memory a same-uid process could otherwise open), and /proc/PID
 means the sandbox's PID (the judge reads its workers' CPU time there). The mount namespace is
-where `jail.py` makes the filesystem read-only (root hosts; see local_sandbox.py).
+where `jail.py` makes the filesystem read-only (root hosts; see local/__init__.py).
 Fallbacks: network and mount namespaces, a network namespace alone, then nothing (with a note).
 CUDA evaluations skip the PID namespace: on the H200 host, cudaGetDeviceCount fails with
 error 304 ("OS call failed") inside `unshare -p -f`, while `unshare -n` alone works.

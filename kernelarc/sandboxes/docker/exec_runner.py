@@ -1,0 +1,232 @@
+"""A runner exec'd in a pool container: the Docker sandbox's `runner_lifecycle.Runner`.
+
+Place in the flow: `DockerSandbox` execs every runner, spare or cold, as
+`python -P -m kernelarc.runner --device D request.json result.json` with stdin attached, in a
+fresh eval dir of its own (`make_eval_dir`: under the slot's pool dir, mounted at /work/eval,
+mode 0700 and owned by the runner's uid where the host can chown) and with the environment of
+`exec_env`. It imports torch and waits. `go` writes request.json on the host side of the mount,
+then sends `go <timeout>` and the result key: the runner SIGKILLs its own process group at that
+deadline (a spare that waits an unknown time before `go` cannot run under `timeout -s KILL`),
+and `finish` still gives up HOST_GRACE_S later (the sandbox then replaces the container).
+`alive` asks the engine and peeks at the output stream; `discard` closes the connection (EOF:
+a spare exits) and removes the eval dir.
+"""
+
+import contextlib
+import logging
+import os
+import select
+import shutil
+import socket
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelarc.errors import SandboxError
+from kernelarc.runner.go_line import go_line
+from kernelarc.sandboxes.docker.accounts import CACHE_DIR, make_cache_dir, numeric
+from kernelarc.sandboxes.docker.attach_stream import AttachStream, pump_until
+from kernelarc.sandboxes.docker.engine import DOCKER_ERRORS, EVAL_MOUNT
+from kernelarc.sandboxes.runner_accounts import Account, account_env
+from kernelarc.sandboxes.runner_cache import cache_env
+from kernelarc.sandboxes.runner_lifecycle import RunEnd
+
+logger = logging.getLogger(__name__)
+
+#: Extra seconds the host waits past the runner's own deadline before it kills the container.
+HOST_GRACE_S = 15.0
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+
+
+@dataclass
+class ExecRunner:
+    """A runner exec'd in a pool container, waiting for `go` (or running), stdin attached."""
+
+    api: Any
+    """docker-py's low-level client (exec_inspect)."""
+    exec_id: str
+    raw: Any
+    """docker-py's hijacked connection (close it: the runner reads EOF, a spare exits)."""
+    conn: socket.socket
+    workdir: Path
+    """Its eval dir on the host side of the mount (under the slot's pool dir)."""
+    device: str
+    user: str
+    """The uid:gid it runs as."""
+    started: float = field(default_factory=time.monotonic)
+    notes: list[str] = field(default_factory=list)
+    """None of its own: the container's isolation is the same for every runner."""
+    trace_notes: list[str] = field(default_factory=list)
+    jailed: bool = False
+    """Never the local jail: its exit codes mean nothing special."""
+    _go_at: float | None = None
+
+    @property
+    def fits(self) -> str:
+        """A spare fits any timeout of its device: the deadline comes with `go`."""
+        return self.device
+
+    @property
+    def result_path(self) -> Path:
+        """Its signed result file, read on the host side of the mount."""
+        return self.workdir / "result.json"
+
+    def alive(self) -> bool:
+        """Whether the engine says the exec runs and its output stream has not ended (which
+        the engine's state can lag behind)."""
+        try:
+            running = bool(self.api.exec_inspect(self.exec_id).get("Running"))
+        except DOCKER_ERRORS as exc:
+            logger.warning("cannot inspect the spare runner %s: %s", self.exec_id[:12], exc)
+            return False
+        if not running:
+            return False
+        try:
+            readable, _, _ = select.select([self.conn], [], [], 0)
+            return not readable or self.conn.recv(1, socket.MSG_PEEK) != b""
+        except (OSError, ValueError):
+            return False
+
+    def go(self, request_json: str, key: bytes, timeout_s: float) -> None:
+        """Write request.json into its eval dir, then send `go <timeout>` and the key.
+
+        Raises:
+            SandboxError: request.json cannot be written.
+        """
+        try:
+            # O_EXCL | O_NOFOLLOW: the dir is the container user's; never follow a planted link.
+            fd = os.open(self.workdir / "request.json", _NEW_FILE, 0o644)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(request_json)
+        except OSError as exc:
+            msg = f"cannot write the request into the sandbox eval dir {self.workdir}: {exc}"
+            raise SandboxError(msg) from exc
+        self._go_at = time.monotonic()
+        try:
+            self.conn.sendall(go_line(timeout_s) + key.hex().encode("ascii") + b"\n")
+        except OSError as exc:  # the runner died at once; its missing result says the rest
+            logger.warning("cannot give the runner its go line and key: %s", exc)
+
+    def finish(self, timeout_s: float) -> RunEnd:
+        """Read the runner's output until it ends, or HOST_GRACE_S past its own deadline."""
+        started = self._go_at if self._go_at is not None else time.monotonic()
+        stream = AttachStream()
+        ended = pump_until(self.conn, stream, started + timeout_s + HOST_GRACE_S)
+        exit_code = exec_exit_code(self.api, self.exec_id) if ended else None
+        elapsed = time.monotonic() - started
+        timed_out = not ended or (exit_code in (124, 137) and elapsed >= timeout_s)
+        return RunEnd(returncode=exit_code, timed_out=timed_out, log_tail=stream.log())
+
+    def close(self) -> None:
+        """Close its stdin/output connection (its eval dir stays)."""
+        with contextlib.suppress(OSError):
+            self.raw.close()
+
+    def discard(self) -> None:
+        """Close its connection and remove its eval dir (idempotent)."""
+        self.close()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def exec_runner(
+    api: Any,
+    container: Any,
+    pool_dir: Path,
+    device: str,
+    user: str,
+    python: str,
+    *,
+    account: Account | None,
+    extra_env: dict[str, str],
+) -> ExecRunner:
+    """Exec a runner as `user` in a fresh eval dir (its own) under `pool_dir`, the container's
+    EVAL_MOUNT; it imports torch, then waits for `go` on the attached stdin.
+
+    Raises:
+        SandboxError: its eval dir or its user's cache dir cannot be made.
+        docker.errors.DockerException, OSError: the exec failed (its eval dir is removed).
+    """
+    name = uuid.uuid4().hex
+    make_eval_dir(pool_dir / name, user)
+    make_cache_dir(pool_dir, user)
+    workdir = f"{EVAL_MOUNT}/{name}"
+    command = [python, "-P", "-m", "kernelarc.runner", "--device", device]
+    command += ["request.json", "result.json"]
+    env = exec_env(workdir, device, user, account, extra_env)
+    try:
+        exec_id = api.exec_create(
+            container.id, command, stdin=True, user=user, workdir=workdir, environment=env
+        )["Id"]
+        raw = api.exec_start(exec_id, socket=True)
+    except DOCKER_ERRORS:
+        shutil.rmtree(pool_dir / name, ignore_errors=True)
+        raise
+    return ExecRunner(api, exec_id, raw, getattr(raw, "_sock", raw), pool_dir / name, device, user)
+
+
+def exec_exit_code(api: Any, exec_id: str) -> int | None:
+    """The exec's exit code, waiting up to 5 s for the engine to see it end; None when the
+    engine cannot say."""
+    deadline = time.monotonic() + 5.0
+    while True:
+        try:
+            info = api.exec_inspect(exec_id)
+        except DOCKER_ERRORS as exc:
+            logger.warning("cannot inspect exec %s: %s", exec_id[:12], exc)
+            return None
+        if not info.get("Running") or time.monotonic() > deadline:
+            code = info.get("ExitCode")
+            return int(code) if code is not None else None
+        time.sleep(0.02)
+
+
+def make_eval_dir(workdir: Path, user: str) -> None:
+    """A runner's eval dir, mode 0700, owned by its uid where the host can chown (root);
+    world-writable for a named or foreign container user a non-root host cannot chown to.
+
+    Raises:
+        SandboxError: the dir cannot be made or given away.
+    """
+    try:
+        workdir.mkdir(mode=0o700)
+        uid, _, gid = user.partition(":")
+        if os.getuid() == 0 and uid.isdigit():
+            os.chown(workdir, int(uid), int(gid) if gid.isdigit() else -1)
+        elif uid != str(os.getuid()):
+            workdir.chmod(0o777)  # a named/foreign container user must still write here
+    except OSError as exc:
+        msg = f"cannot prepare the sandbox eval dir {workdir}: {exc}"
+        raise SandboxError(msg) from exc
+
+
+def exec_env(
+    workdir: str,
+    device: str,
+    user: str,
+    account: Account | None,
+    extra_env: dict[str, str],
+) -> dict[str, str]:
+    """The runner's environment: its dirs, its account's name, its identity's caches."""
+    ids = numeric(user)
+    cache = f"{workdir}/cache"
+    if ids is not None:
+        cache = f"{EVAL_MOUNT}/{CACHE_DIR}/{ids[0]}-{ids[1]}"
+    env = {
+        "HOME": workdir,
+        "TMPDIR": workdir,
+        "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONNOUSERSITE": "1",
+        **cache_env(cache),
+    }
+    if account is not None:
+        env.update(account_env(account))
+    elif ids is None:  # a name: the image has its entry (docker resolved it there)
+        name = user.partition(":")[0]
+        env.update(USER=name, LOGNAME=name)
+    if device != "cuda":
+        env["CUDA_VISIBLE_DEVICES"] = ""  # the cuda slot's one GPU is its device 0
+    env.update(extra_env)
+    return env
