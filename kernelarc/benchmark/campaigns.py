@@ -44,7 +44,6 @@ from kernelarc.benchmark.report import (
     trace_latencies,
 )
 from kernelarc.campaign import CampaignState, run_campaign
-from kernelarc.campaign.run_record import read_campaign_record
 from kernelarc.config import CampaignConfig
 from kernelarc.errors import ConfigError, SandboxError
 from kernelarc.guard import score_traces
@@ -52,6 +51,8 @@ from kernelarc.guard.ceilings import gpu_identity
 from kernelarc.problems.builtin_set import builtin_dir, builtin_names
 from kernelarc.problems.files import Problem, load_problem
 from kernelarc.rundir import ATTEMPTS_FILE
+from kernelarc.rundir.attempts_log import read_attempts
+from kernelarc.rundir.run_record import read_campaign_record
 from kernelarc.sandboxes import make_sandbox
 from kernelarc.schema import (
     Attempt,
@@ -63,7 +64,6 @@ from kernelarc.schema import (
     Trace,
 )
 from kernelarc.tracking import make_tracker
-from kernelarc.tracking.attempts_log import read_attempts
 
 logger = logging.getLogger(__name__)
 

@@ -33,11 +33,6 @@ from kernelarc.campaign.coordinator import Coordinator
 from kernelarc.campaign.device import resolve_device
 from kernelarc.campaign.proposal_order import ProposalOrder
 from kernelarc.campaign.restore import check_resume_dir, resume_into, time_used_before
-from kernelarc.campaign.run_record import (
-    CampaignRecord,
-    campaign_roofline,
-    write_campaign_record,
-)
 from kernelarc.campaign.time_budget import TimeBudget
 from kernelarc.config import CampaignConfig
 from kernelarc.errors import KernelarcError
@@ -63,6 +58,12 @@ from kernelarc.llm.usage import log_team_usage
 from kernelarc.problems.builtin_set import resolve_problem
 from kernelarc.problems.files import Problem
 from kernelarc.rundir import ATTEMPTS_FILE, PROBLEM_DIR
+from kernelarc.rundir.attempts_log import AttemptLog
+from kernelarc.rundir.run_record import (
+    CampaignRecord,
+    campaign_roofline,
+    write_campaign_record,
+)
 from kernelarc.schema import (
     Attempt,
     EvalRequest,
@@ -78,7 +79,6 @@ from kernelarc.schema.coordination import Conclusion, TeamMember
 from kernelarc.schema.guard_record import GuardRecord, GuardSettings
 from kernelarc.schema.throughput import ThroughputReport
 from kernelarc.tracking import Tracker
-from kernelarc.tracking.attempts_log import AttemptLog
 
 logger = logging.getLogger(__name__)
 

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kernelarc.agents import Agent, ResumableAgent
-from kernelarc.campaign.run_record import CampaignRecord, read_campaign_record
 from kernelarc.config import CampaignConfig
 from kernelarc.errors import ConfigError, TrackingError
 from kernelarc.rundir import ATTEMPTS_FILE, CAMPAIGN_FILE, CONFIG_FILE
+from kernelarc.rundir.attempts_log import read_attempts
+from kernelarc.rundir.run_record import CampaignRecord, read_campaign_record
 from kernelarc.schema import Attempt, EvalStatus, Verdict, utc_now
-from kernelarc.tracking.attempts_log import read_attempts
 
 if TYPE_CHECKING:
     from kernelarc.campaign.coordinator import Coordinator

@@ -28,7 +28,6 @@ from rich.console import Console
 from kernelarc.campaign import run_campaign
 from kernelarc.campaign.device import resolve_device
 from kernelarc.campaign.restore import recorded_attempts
-from kernelarc.campaign.run_record import mark_interrupted
 from kernelarc.cli.campaign_help import (
     config_dir,
     config_path,
@@ -48,6 +47,7 @@ from kernelarc.problems.builtin_set import builtin_names, resolve_problem
 from kernelarc.problems.files import Problem
 from kernelarc.report.sol_score import SolScorer
 from kernelarc.rundir import ATTEMPTS_FILE, CAMPAIGN_FILE, CONFIG_FILE
+from kernelarc.rundir.run_record import mark_interrupted
 from kernelarc.tracking import keys, make_tracker
 from kernelarc.tracking.run_metadata import campaign_tags, flatten_config, run_name
 

@@ -14,9 +14,9 @@ from typing import Literal
 from kernelarc.guard.score import score_traces
 from kernelarc.guard.verdict import Judgement, judge_attempt
 from kernelarc.rundir import ATTEMPTS_FILE
+from kernelarc.rundir.attempts_log import read_attempts
 from kernelarc.schema import Attempt, EvalStatus, Verdict
 from kernelarc.schema.guard_record import GuardRecord, GuardSettings
-from kernelarc.tracking.attempts_log import read_attempts
 
 #: What an attempt recorded before the guard existed was judged with: naive acceptance.
 _NAIVE = GuardRecord(settings=GuardSettings(enabled=False, confirm=False, roofline_slack=None))
