@@ -47,9 +47,10 @@ from kernelarc.problems.builtin_set import builtin_names, resolve_problem
 from kernelarc.problems.files import Problem
 from kernelarc.report.sol_score import SolScorer
 from kernelarc.rundir import ATTEMPTS_FILE, CAMPAIGN_FILE, CONFIG_FILE
+from kernelarc.rundir.run_config import flatten_config
 from kernelarc.rundir.run_record import mark_interrupted
 from kernelarc.tracking import keys, make_tracker
-from kernelarc.tracking.run_metadata import campaign_tags, flatten_config, run_name
+from kernelarc.tracking.run_metadata import campaign_tags, run_name
 
 logger = logging.getLogger(__name__)
 

@@ -22,16 +22,11 @@ from kernelarc.errors import ConfigError, KernelarcError
 from kernelarc.problems.files import Problem, load_problem
 from kernelarc.rundir import ATTEMPTS_FILE, CAMPAIGN_FILE, CONFIG_FILE, LEDGER_FILE, PROBLEM_DIR
 from kernelarc.rundir.attempts_log import read_attempts
+from kernelarc.rundir.run_config import flatten_config, read_choices, read_config, read_overrides
 from kernelarc.rundir.run_record import CampaignRecord, read_campaign_record
 from kernelarc.rundir.sync_ledger import SyncLedger
 from kernelarc.schema import Attempt
 from kernelarc.tracking import keys
-from kernelarc.tracking.run_metadata import (
-    flatten_config,
-    read_choices,
-    read_config,
-    read_overrides,
-)
 
 logger = logging.getLogger(__name__)
 
