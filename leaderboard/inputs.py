@@ -1,11 +1,12 @@
 """What the exporter reads: campaign run dirs or an MLflow experiment, as CampaignSources.
 
 Place in the flow: `kernelarc export` loads inputs here, `leaderboard.export` plans and writes.
-The reading is `kernelarc.rundir.reader`'s, shared with `kernelarc report`; this module adds the
-exporter's policy: a campaign with no attempt, or with an unreadable problem copy, is an error;
-one without problem files is exported without them (a warning). An MLflow campaign's problem
-files are not artifacts: they come from the run dir named by the parent run's `kernelarc.run_dir`
-tag when that dir still exists.
+The reading is `kernelarc.rundir.reader`'s (run dirs) and `kernelarc.tracking.experiment_source`'s
+(MLflow), shared with `kernelarc report`; this module adds the exporter's policy: a campaign with
+no attempt, or with an unreadable problem copy, is an error; one without problem files is
+exported without them (a warning). An MLflow campaign's problem files are not artifacts: they
+come from the run dir named by the parent run's `kernelarc.run_dir` tag when that dir still
+exists.
 """
 
 import logging
@@ -15,8 +16,9 @@ from pathlib import Path
 from kernelarc.errors import ConfigError
 from kernelarc.problems.files import Problem
 from kernelarc.rundir import ATTEMPTS_FILE, PROBLEM_DIR
-from kernelarc.rundir.reader import CampaignSource, read_experiment, read_run_dir
+from kernelarc.rundir.reader import CampaignSource, read_run_dir
 from kernelarc.schema import Definition
+from kernelarc.tracking.experiment_source import read_experiment
 
 logger = logging.getLogger(__name__)
 

@@ -61,10 +61,10 @@ from kernelarc.config import (  # noqa: E402
 from kernelarc.executor.slot_plan import visible_gpus  # noqa: E402
 from kernelarc.problems.builtin_set import resolve_problem  # noqa: E402
 from kernelarc.rundir import ATTEMPTS_FILE  # noqa: E402
+from kernelarc.rundir.attempts_log import read_attempts  # noqa: E402
 from kernelarc.sandboxes import LocalSandbox  # noqa: E402
 from kernelarc.schema import EvalRequest, EvalStatus, Solution, TimingConfig  # noqa: E402
 from kernelarc.tracking import make_tracker  # noqa: E402
-from kernelarc.tracking.attempts_log import read_attempts  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,10 @@
-"""Layering the linter cannot express: `leaderboard` imports `kernelarc`, and of `kernelarc` only
-the export command imports `leaderboard` (scoring and the run-dir reader sit below both; issue
-#19 found report -> leaderboard -> guard -> leaderboard cycles)."""
+"""Layering the linter cannot express (issue #19): imports only point down.
+
+`leaderboard` imports `kernelarc`, and of `kernelarc` only the export command imports
+`leaderboard` (scoring and the run-dir reader sit below both; issue #19 found report ->
+leaderboard -> guard -> leaderboard cycles). No subpackage of `kernelarc` imports one that imports
+it back, and no module does either; the intended order, bottom to top, is in docs/architecture.md.
+"""
 
 import ast
 from pathlib import Path
@@ -30,3 +34,169 @@ def test_only_the_export_command_imports_leaderboard() -> None:
     }
     assert importing <= ALLOWED, f"library modules importing leaderboard: {importing - ALLOWED}"
     assert importing, "the export command no longer imports leaderboard: update ALLOWED"
+
+
+# Import cycles (issue #19): imports only point down, type-only imports included. The graph is
+# read from the source with ast, so an import under `if TYPE_CHECKING:` or inside a function counts
+# like a top-level one: a lazy import hides a cycle from Python, not from the layering.
+
+#: Module cycles that other open changes of issue #19 remove; nothing else may join this list.
+#: Whoever breaks one of them deletes its entry here (the test fails on an entry that is no longer
+#: a cycle), so this list only shrinks until it is empty.
+ALLOWED_MODULE_CYCLES = {
+    # reductions.py builds on graph_ir's types; graph_ir.build_graph lowers reductions (lazily).
+    frozenset({"kernelarc.kernelgen.graph_ir", "kernelarc.kernelgen.reductions"}),
+    # export.py writes the manifest (lazily); manifest.py names the export's Plan (type-only).
+    frozenset({"leaderboard.export", "leaderboard.manifest"}),
+}
+
+Graph = dict[str, set[str]]
+
+
+def _modules() -> dict[str, Path]:
+    """Dotted name of every module of `kernelarc` and `leaderboard` (a package is its
+    __init__.py), to its file."""
+    out: dict[str, Path] = {}
+    for top in ("kernelarc", "leaderboard"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
+    return out
+
+
+def _imported(
+    name: str, path: Path, node: ast.Import | ast.ImportFrom, modules: dict[str, Path]
+) -> set[str]:
+    """The project modules one import statement of module `name` reaches: the nearest existing
+    module of each target; `from p import m` reaches the module p.m when there is one, else p."""
+
+    def nearest(target: str) -> str:
+        while target and target not in modules:
+            target = target.rpartition(".")[0]
+        return target
+
+    if isinstance(node, ast.Import):
+        return {nearest(alias.name) for alias in node.names} - {""}
+    base = node.module or ""
+    if node.level:
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        package = package[: len(package) - (node.level - 1)]
+        base = ".".join([*package, *([node.module] if node.module else [])])
+    out = set()
+    for alias in node.names:
+        sub = f"{base}.{alias.name}"
+        out.add(sub if sub in modules else nearest(base))
+    return out - {""}
+
+
+def _module_graph() -> Graph:
+    """Every module to the project modules it imports. A package's imports of its own
+    submodules are left out: Python runs the package before any of its modules anyway, so only
+    a cycle through some other module is one."""
+    modules = _modules()
+    graph: Graph = {name: set() for name in modules}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                graph[name] |= {
+                    target
+                    for target in _imported(name, path, node, modules)
+                    if target != name and not (is_package and target.startswith(name + "."))
+                }
+    return graph
+
+
+def _package(module: str) -> str:
+    """The unit of the package graph: a subpackage or top-level module of kernelarc
+    (`kernelarc.guard`, `kernelarc.errors`), `kernelarc` itself, or all of `leaderboard`."""
+    parts = module.split(".")
+    return parts[0] if parts[0] == "leaderboard" else ".".join(parts[:2])
+
+
+def _cycles(graph: Graph) -> list[set[str]]:
+    """The strongly connected components of more than one node (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[set[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    out.append(component)
+    return out
+
+
+def test_no_package_imports_another_that_imports_it_back() -> None:
+    graph = _module_graph()
+    packages: Graph = {}
+    for module, targets in graph.items():
+        packages.setdefault(_package(module), set())
+        for target in targets:
+            if _package(target) != _package(module):
+                packages[_package(module)].add(_package(target))
+    problems = []
+    for cycle in _cycles(packages):
+        edges = sorted(
+            f"  {module} -> {target}"
+            for module, targets in graph.items()
+            for target in targets
+            if _package(module) in cycle
+            and _package(target) in cycle
+            and _package(target) != _package(module)
+        )
+        problems.append(f"package cycle {sorted(cycle)}, made by:\n" + "\n".join(edges))
+    assert not problems, "\n".join(problems)
+
+
+def test_no_module_imports_another_that_imports_it_back() -> None:
+    graph = _module_graph()
+    problems = []
+    cycles = _cycles(graph)
+    for cycle in cycles:
+        if frozenset(cycle) in ALLOWED_MODULE_CYCLES:
+            continue
+        edges = sorted(
+            f"  {module} -> {target}"
+            for module in cycle
+            for target in graph[module]
+            if target in cycle
+        )
+        problems.append(f"module cycle {sorted(cycle)}, made by:\n" + "\n".join(edges))
+    gone = ALLOWED_MODULE_CYCLES - {frozenset(c) for c in cycles}
+    problems += [
+        f"no longer a cycle, delete it from ALLOWED_MODULE_CYCLES: {sorted(c)}" for c in gone
+    ]
+    assert not problems, "\n".join(problems)

@@ -41,14 +41,14 @@ from kernelarc.campaign.lifecycle import (
     TrackingChoice,
     run_campaign_lifecycle,
 )
-from kernelarc.campaign.run_record import read_campaign_record
 from kernelarc.config import CampaignConfig
 from kernelarc.errors import ConfigError
 from kernelarc.problems.builtin_set import builtin_dir
 from kernelarc.problems.files import load_problem
 from kernelarc.rundir import ATTEMPTS_FILE
+from kernelarc.rundir.attempts_log import read_attempts
+from kernelarc.rundir.run_record import read_campaign_record
 from kernelarc.schema import Attempt
-from kernelarc.tracking.attempts_log import read_attempts
 
 logger = logging.getLogger(__name__)
 

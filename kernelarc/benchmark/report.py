@@ -35,9 +35,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kernelarc.campaign.run_record import CampaignRecord
 from kernelarc.guard.score import sol_score
 from kernelarc.ratio_interval import bootstrap_interval
+from kernelarc.rundir.run_record import CampaignRecord
 from kernelarc.schema import Attempt, EvalStatus, Proposal, Trace, Verdict
 
 BASELINE_DEFAULT = "compile-default"

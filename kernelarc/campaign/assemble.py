@@ -17,11 +17,6 @@ from kernelarc.agents import Agent, make_team
 from kernelarc.campaign.coordinator import Coordinator
 from kernelarc.campaign.device import resolve_device
 from kernelarc.campaign.restore import check_resume_dir, resume_into, time_used_before
-from kernelarc.campaign.run_record import (
-    CampaignRecord,
-    campaign_roofline,
-    write_campaign_record,
-)
 from kernelarc.campaign.state import CampaignState
 from kernelarc.campaign.time_budget import TimeBudget
 from kernelarc.config import CampaignConfig
@@ -30,9 +25,14 @@ from kernelarc.guard.ceilings import ResolvedCeiling, resolve_ceiling
 from kernelarc.problems.builtin_set import resolve_problem
 from kernelarc.problems.files import Problem
 from kernelarc.rundir import ATTEMPTS_FILE, PROBLEM_DIR
+from kernelarc.rundir.attempts_log import AttemptLog
+from kernelarc.rundir.run_record import (
+    CampaignRecord,
+    campaign_roofline,
+    write_campaign_record,
+)
 from kernelarc.schema import utc_now
 from kernelarc.schema.coordination import TeamMember
-from kernelarc.tracking.attempts_log import AttemptLog
 
 logger = logging.getLogger(__name__)
 

@@ -29,7 +29,6 @@ from pathlib import Path
 
 from kernelarc.campaign.loop import run_campaign
 from kernelarc.campaign.restore import recorded_attempts
-from kernelarc.campaign.run_record import mark_interrupted
 from kernelarc.campaign.state import (
     CampaignSummary,
     IdleCallback,
@@ -40,6 +39,7 @@ from kernelarc.config import CampaignConfig
 from kernelarc.errors import KernelarcError
 from kernelarc.report.sol_score import SolScorer
 from kernelarc.rundir import ATTEMPTS_FILE, CONFIG_FILE
+from kernelarc.rundir.run_record import mark_interrupted
 from kernelarc.tracking import Tracker, keys, make_tracker
 
 logger = logging.getLogger(__name__)

@@ -26,7 +26,6 @@ from kernelarc.campaign.agent_worker import AgentWorker
 from kernelarc.campaign.assemble import AssembledCampaign, assemble_campaign
 from kernelarc.campaign.candidate import CandidateEvaluation
 from kernelarc.campaign.recorder import AttemptRecorder
-from kernelarc.campaign.run_record import CampaignRecord, write_campaign_record
 from kernelarc.campaign.state import (
     CampaignState,
     CampaignSummary,
@@ -36,6 +35,7 @@ from kernelarc.campaign.state import (
 )
 from kernelarc.config import CampaignConfig
 from kernelarc.llm.usage import log_team_usage
+from kernelarc.rundir.run_record import CampaignRecord, write_campaign_record
 from kernelarc.schema import Attempt, EvalStatus, utc_now
 from kernelarc.schema.throughput import ThroughputReport
 from kernelarc.tracking import Tracker

@@ -17,11 +17,11 @@ from kernelarc.errors import KernelarcError
 from kernelarc.guard import Score, judge_attempt, score_traces
 from kernelarc.guard.score import interval_fields
 from kernelarc.guard.verdict import Judgement
+from kernelarc.rundir.attempts_log import AttemptLog
 from kernelarc.schema import Attempt, EvalResult, EvalStatus, Proposal, Verdict, utc_now
 from kernelarc.schema.coordination import Conclusion
 from kernelarc.schema.guard_record import GuardRecord
 from kernelarc.tracking import Tracker
-from kernelarc.tracking.attempts_log import AttemptLog
 
 logger = logging.getLogger(__name__)
 

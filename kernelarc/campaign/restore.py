@@ -15,17 +15,15 @@ from pathlib import Path
 
 from kernelarc.agents import Agent, ResumableAgent
 from kernelarc.campaign.coordinator import Coordinator
-from kernelarc.campaign.run_record import CampaignRecord, read_campaign_record
 from kernelarc.campaign.state import CampaignState
 from kernelarc.config import CampaignConfig
 from kernelarc.errors import ConfigError, TrackingError
 from kernelarc.rundir import ATTEMPTS_FILE, CAMPAIGN_FILE, CONFIG_FILE
+from kernelarc.rundir.attempts_log import read_attempts
+from kernelarc.rundir.run_record import CampaignRecord, read_campaign_record
 from kernelarc.schema import Attempt, EvalStatus, Verdict, utc_now
-from kernelarc.tracking.attempts_log import read_attempts
 
 logger = logging.getLogger(__name__)
-
-"""The resolved config a campaign writes into its run dir (what a resume runs with)."""
 
 
 def check_resumable(run_dir: Path, *, config: bool = True) -> None:

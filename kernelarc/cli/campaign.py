@@ -51,7 +51,8 @@ from kernelarc.errors import ConfigError, KernelarcError
 from kernelarc.problems.builtin_set import builtin_names, resolve_problem
 from kernelarc.problems.files import Problem
 from kernelarc.rundir import ATTEMPTS_FILE, CAMPAIGN_FILE, CONFIG_FILE
-from kernelarc.tracking.run_metadata import campaign_tags, flatten_config, run_name
+from kernelarc.rundir.run_config import flatten_config
+from kernelarc.tracking.run_metadata import campaign_tags, run_name
 
 logger = logging.getLogger(__name__)
 

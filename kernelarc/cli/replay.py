@@ -1,7 +1,7 @@
 """`kernelarc replay`: re-judge a campaign's attempts from attempts.jsonl alone.
 
 Place in the flow: `kernelarc.cli` registers `add_parser` and calls `run`; the rules are the
-guard's (`guard.replay_run`).
+guard's (`guard.rejudge`), the run dir is read by `rundir.rejudge.replay_run`.
 """
 
 import argparse
@@ -33,7 +33,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
 
 def run(ns: argparse.Namespace) -> int:
     """Print each decision that differs from the record; 0 iff none does."""
-    from kernelarc.guard import replay_run
+    from kernelarc.rundir.rejudge import replay_run
 
     mismatches = replay_run(ns.run_dir)
     console = Console()

@@ -4,7 +4,8 @@ really faster than the incumbent".
 Place in the flow: `campaign/loop.py` runs `scan_solution` before a proposal reaches a sandbox,
 `run_challenge` for a passing candidate that beats the incumbent (interleaved re-timing, then a
 confirmation run on fresh inputs), and `judge_attempt` to decide; `replay_verdicts` re-derives
-every decision from attempts.jsonl alone. Rules and decision procedure: docs/guard.md.
+every decision from the recorded attempts alone (`rundir.rejudge.replay_run` reads them from a
+run dir). Rules and decision procedure: docs/guard.md.
 """
 
 from kernelarc.guard.bootstrap import decide_rounds, decide_samples
@@ -13,7 +14,6 @@ from kernelarc.guard.rejudge import (
     ReplayMismatch,
     replay_judgements,
     replay_mismatches,
-    replay_run,
     replay_verdicts,
 )
 from kernelarc.guard.roofline import roofline_bound, roofline_bounds
@@ -37,7 +37,6 @@ __all__ = [
     "judge_attempt",
     "replay_judgements",
     "replay_mismatches",
-    "replay_run",
     "replay_verdicts",
     "roofline_bound",
     "roofline_bounds",

@@ -1,22 +1,21 @@
-"""Replay every acceptance decision of a campaign from attempts.jsonl alone.
+"""Replay every acceptance decision of a campaign from its recorded attempts alone.
 
-Place in the flow: after (or during) a campaign, `replay_run(run_dir)` re-reads the attempts and
-re-judges each one with `verdict.judge_attempt`, walking the incumbent forward exactly as the
-loop did (attempts are appended in the order they were judged). A mismatch means the record
-and the rules disagree: a bug, or a hand-edited file.
+Place in the flow: after (or during) a campaign, `rundir.rejudge.replay_run(run_dir)` reads
+attempts.jsonl and hands the attempts here, which re-judges each one with
+`verdict.judge_attempt`, walking the incumbent forward exactly as the loop did (attempts are
+appended in the order they were judged). A mismatch means the record and the rules disagree: a
+bug, or a hand-edited file. This module takes attempts, not a run dir: the guard is pure judging
+and sits below the run dir (issue #19).
 """
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from kernelarc.guard.score import score_traces
 from kernelarc.guard.verdict import Judgement, judge_attempt
-from kernelarc.rundir import ATTEMPTS_FILE
 from kernelarc.schema import Attempt, EvalStatus, Verdict
 from kernelarc.schema.guard_record import GuardRecord, GuardSettings
-from kernelarc.tracking.attempts_log import read_attempts
 
 #: What an attempt recorded before the guard existed was judged with: naive acceptance.
 _NAIVE = GuardRecord(settings=GuardSettings(enabled=False, confirm=False, roofline_slack=None))
@@ -74,12 +73,3 @@ def replay_mismatches(attempts: Sequence[Attempt]) -> list[ReplayMismatch]:
         if recorded != replayed:
             mismatches.append(ReplayMismatch(attempt.index, recorded, replayed))
     return mismatches
-
-
-def replay_run(run_dir: Path) -> list[ReplayMismatch]:
-    """Replay `<run_dir>/attempts.jsonl`; an empty list means every decision is reproduced.
-
-    Raises:
-        TrackingError: the file is missing or holds an invalid record.
-    """
-    return replay_mismatches(read_attempts(run_dir / ATTEMPTS_FILE))

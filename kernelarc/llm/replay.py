@@ -21,8 +21,8 @@ from kernelarc.errors import ConfigError, LLMError, TrackingError
 from kernelarc.llm.exchange import Completion, is_transport_failure
 from kernelarc.llm.usage import UsageLedger
 from kernelarc.rundir import ATTEMPTS_FILE
+from kernelarc.rundir.attempts_log import read_attempts
 from kernelarc.schema.coordination import ChatMessage, LLMExchange
-from kernelarc.tracking.attempts_log import read_attempts
 
 logger = logging.getLogger(__name__)
 

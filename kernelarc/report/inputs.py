@@ -17,7 +17,8 @@ from pathlib import Path
 from kernelarc.errors import ConfigError
 from kernelarc.report.sol_score import SolScorer
 from kernelarc.rundir import ATTEMPTS_FILE
-from kernelarc.rundir.reader import CampaignSource, read_experiment, read_run_dir
+from kernelarc.rundir.reader import CampaignSource, read_run_dir
+from kernelarc.tracking.experiment_source import read_experiment
 
 logger = logging.getLogger(__name__)
 

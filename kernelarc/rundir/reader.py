@@ -1,37 +1,30 @@
-"""One reader for recorded campaigns: a run dir, or the MLflow experiment it logged to.
+"""One reader for recorded campaigns: a run dir into a `CampaignSource`.
 
 Place in the flow: `kernelarc report` (`report/inputs.py`) and `kernelarc export`
 (`leaderboard/inputs.py`) both load campaigns here into one `CampaignSource`, and keep only their
 own policy on top (the report skips empty runs and scores attempts; the exporter refuses them).
-Before, each had its own loader and class, and they drifted (issue #19).
+Before, each had its own loader and class, and they drifted (issue #19). An MLflow experiment is
+read into the same `CampaignSource` one layer up, by `tracking.experiment_source` (MLflow is
+tracking's; the run dir sits below it).
 
 A run dir gives attempts.jsonl (the source of truth), campaign.json, config.yaml, `.hydra/`, the
-ledger of what reached MLflow and the problem copy. An MLflow campaign gives its attempts from the
-artifacts, its params, tags and logged SOL scores; its problem files are not artifacts, so when
-the run dir named by its `kernelarc.run_dir` tag is still here the campaign is read from there
-(with the MLflow ids kept), and it has no problem files otherwise.
+ledger of what reached MLflow and the problem copy.
 """
 
 import hashlib
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelarc.campaign.run_record import CampaignRecord, read_campaign_record
 from kernelarc.errors import ConfigError, KernelarcError
 from kernelarc.problems.files import Problem, load_problem
 from kernelarc.rundir import ATTEMPTS_FILE, CAMPAIGN_FILE, CONFIG_FILE, LEDGER_FILE, PROBLEM_DIR
+from kernelarc.rundir.attempts_log import read_attempts
+from kernelarc.rundir.run_config import flatten_config, read_choices, read_config, read_overrides
+from kernelarc.rundir.run_record import CampaignRecord, read_campaign_record
+from kernelarc.rundir.sync_ledger import SyncLedger
 from kernelarc.schema import Attempt
-from kernelarc.tracking import keys
-from kernelarc.tracking.attempts_log import read_attempts
-from kernelarc.tracking.run_metadata import (
-    flatten_config,
-    read_choices,
-    read_config,
-    read_overrides,
-)
-from kernelarc.tracking.sync_ledger import SyncLedger
 
 logger = logging.getLogger(__name__)
 
@@ -98,9 +91,9 @@ def read_run_dir(run_dir: Path) -> CampaignSource:
     except KernelarcError as exc:
         msg = f"{run_dir}: unreadable run: {exc}"
         raise ConfigError(msg) from exc
-    record = _record(run_dir)
+    record = read_record(run_dir)
     config = read_config(run_dir)
-    problem, problem_error = _problem_copy(run_dir)
+    problem, problem_error = read_problem_copy(run_dir)
     ledger = SyncLedger(run_dir / LEDGER_FILE)
     entry = ledger.campaign()
     uri = entry.uri if entry is not None and entry.uri else None
@@ -126,64 +119,6 @@ def read_run_dir(run_dir: Path) -> CampaignSource:
     )
 
 
-def read_experiment(tracking_uri: str, experiment: str) -> list[CampaignSource]:
-    """Every campaign of an MLflow experiment, oldest first (from its run dir when it is here).
-
-    Raises:
-        ConfigError: no such experiment, or a local run dir it names is unreadable.
-        TrackingError: MLflow or its artifact store failed, or an artifact is invalid.
-    """
-    # Imported here: mlflow costs a second and readers of run dirs do not need it.
-    from kernelarc.tracking.mlflow_reader import read_experiment as read_mlflow
-
-    out = []
-    for run in read_mlflow(tracking_uri, experiment):
-        run_dir = Path(run.run_dir) if run.run_dir else None
-        if run_dir is not None and (run_dir / ATTEMPTS_FILE).is_file():
-            local = read_run_dir(run_dir)
-            out.append(
-                replace(
-                    local,
-                    mlflow_run_id=run.run_id,
-                    tracking_uri=tracking_uri,
-                    experiment=experiment,
-                )
-            )
-            continue
-        attempts = tuple(sorted(run.attempts, key=lambda a: a.index))
-        sha = hashlib.sha256(run.config_yaml.encode()).hexdigest() if run.config_yaml else None
-        # A run dir still here but without its attempts.jsonl: its problem copy and record.
-        problem, problem_error, record = None, "", None
-        if run_dir is not None and run_dir.is_dir():
-            problem, problem_error = _problem_copy(run_dir)
-            record = _record(run_dir)
-        out.append(
-            CampaignSource(
-                label=f"mlflow:{experiment}/{run.run_id}",
-                attempts=attempts,
-                problem_name=attempts[0].problem if attempts else run.tags.get(keys.PROBLEM, ""),
-                seed=run.params.get("seed", run.tags.get(keys.SEED, "")),
-                config=dict(run.params),
-                overrides=parse_overrides(run.tags.get(keys.OVERRIDES, "").split()),
-                choices={
-                    k.removeprefix(keys.CHOICE_PREFIX): v
-                    for k, v in run.tags.items()
-                    if k.startswith(keys.CHOICE_PREFIX)
-                },
-                config_sha256=sha,
-                record=record,
-                problem=problem,
-                problem_error=problem_error,
-                sol_scores=dict(run.sol_scores),
-                recorded_run_dir=run.run_dir or "",
-                mlflow_run_id=run.run_id,
-                tracking_uri=tracking_uri,
-                experiment=experiment,
-            )
-        )
-    return out
-
-
 def parse_overrides(overrides: Sequence[str]) -> dict[str, str]:
     """Hydra overrides as key to value (`+key=v` and `++key=v` as `key`; deletions dropped)."""
     out: dict[str, str] = {}
@@ -195,9 +130,10 @@ def parse_overrides(overrides: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def _record(run_dir: Path) -> CampaignRecord | None:
+def read_record(run_dir: Path) -> CampaignRecord | None:
     """campaign.json (None when the run has none yet); a ConfigError naming the run when it
-    cannot be read."""
+    cannot be read. Public for `tracking.experiment_source`, which reads the record of an MLflow
+    campaign's run dir that lost its attempts.jsonl."""
     if not (run_dir / CAMPAIGN_FILE).is_file():
         return None
     try:
@@ -207,7 +143,10 @@ def _record(run_dir: Path) -> CampaignRecord | None:
         raise ConfigError(msg) from exc
 
 
-def _problem_copy(run_dir: Path) -> tuple[Problem | None, str]:
+def read_problem_copy(run_dir: Path) -> tuple[Problem | None, str]:
+    """The run dir's problem copy and '' ((None, '') when it has none; (None, why) when it is
+    unreadable, so a caller decides whether that is fatal). Public for
+    `tracking.experiment_source`: an MLflow campaign's problem files are not artifacts."""
     folder = run_dir / PROBLEM_DIR
     if not (folder / "definition.json").is_file():
         return None, ""

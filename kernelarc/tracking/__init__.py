@@ -1,6 +1,6 @@
 """Tracking: the Tracker role the campaign loop reports to, and its factory.
 
-The loop appends every Attempt to attempts.jsonl (`tracking.attempts_log`, the source of truth)
+The loop appends every Attempt to attempts.jsonl (`rundir.attempts_log`, the source of truth)
 and then calls a Tracker: `MlflowTracker` (parent run = campaign, child run per agent) or
 `NullTracker` (tracking off). Tracker methods never raise for backend failures; they degrade,
 and `kernelarc sync` (`tracking.mlflow_sync`) later uploads what is missing from the run dir.

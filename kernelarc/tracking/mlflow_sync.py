@@ -26,15 +26,9 @@ from mlflow.tracking import MlflowClient
 
 from kernelarc.errors import ConfigError, TrackingError
 from kernelarc.rundir import ATTEMPTS_FILE, CAMPAIGN_FILE, LEDGER_FILE
-from kernelarc.schema import Attempt
-from kernelarc.tracking import keys, mlflow_tables
-from kernelarc.tracking import mlflow_payload as payload
-from kernelarc.tracking.attempts_log import read_attempts
-from kernelarc.tracking.mlflow_payload import AttemptPayload, CampaignProgress, SolScore
-from kernelarc.tracking.mlflow_tracker import BACKEND_ERRORS
-from kernelarc.tracking.proposal_fields import proposal_model, read_conclusions
-from kernelarc.tracking.run_metadata import identity_from_run_dir, read_campaign_json
-from kernelarc.tracking.sync_ledger import (
+from kernelarc.rundir.attempts_log import read_attempts
+from kernelarc.rundir.run_record import read_campaign_json
+from kernelarc.rundir.sync_ledger import (
     PARTS,
     CampaignEntry,
     LedgerView,
@@ -44,6 +38,13 @@ from kernelarc.tracking.sync_ledger import (
     RunEntry,
     SyncLedger,
 )
+from kernelarc.schema import Attempt
+from kernelarc.tracking import keys, mlflow_tables
+from kernelarc.tracking import mlflow_payload as payload
+from kernelarc.tracking.mlflow_payload import AttemptPayload, CampaignProgress, SolScore
+from kernelarc.tracking.mlflow_tracker import BACKEND_ERRORS
+from kernelarc.tracking.proposal_fields import proposal_model, read_conclusions
+from kernelarc.tracking.run_metadata import identity_from_run_dir
 
 logger = logging.getLogger(__name__)
 

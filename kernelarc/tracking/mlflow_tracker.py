@@ -39,6 +39,14 @@ from mlflow.tracking import MlflowClient
 
 from kernelarc.command_paths import command
 from kernelarc.rundir import LEDGER_FILE
+from kernelarc.rundir.sync_ledger import (
+    CampaignEntry,
+    LoggedEntry,
+    MarkEntry,
+    Part,
+    RunEntry,
+    SyncLedger,
+)
 from kernelarc.schema import Attempt
 from kernelarc.schema.coordination import Conclusion
 from kernelarc.tracking import keys, mlflow_tables
@@ -54,14 +62,6 @@ from kernelarc.tracking.mlflow_payload import (
     now_ms,
 )
 from kernelarc.tracking.proposal_fields import proposal_model, read_conclusions
-from kernelarc.tracking.sync_ledger import (
-    CampaignEntry,
-    LoggedEntry,
-    MarkEntry,
-    Part,
-    RunEntry,
-    SyncLedger,
-)
 from kernelarc.tracking.tracker_queue import WriterQueue
 
 logger = logging.getLogger(__name__)

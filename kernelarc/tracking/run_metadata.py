@@ -2,12 +2,11 @@
 
 Place in the flow: `kernelarc campaign` builds the parent run's params and tags here (problem,
 seed, device, coordination switches, Hydra choices and overrides, git sha, image ids); `kernelarc
-sync` rebuilds them from a run dir that has no ledger (a `tracking=none` campaign). No mlflow
-import: this runs for every campaign.
+sync` rebuilds them from a run dir that has no ledger (a `tracking=none` campaign), reading the
+run dir's files through `rundir.run_config` and `rundir.run_record`. No mlflow import: this runs
+for every campaign.
 """
 
-import json
-import logging
 import os
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -15,14 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from kernelarc import __version__
-from kernelarc.rundir import CAMPAIGN_FILE, CONFIG_FILE
+from kernelarc.rundir.run_config import flatten_config, read_choices, read_config, read_overrides
+from kernelarc.rundir.run_record import read_campaign_json
 from kernelarc.timing_labels import CPU_TIMING_NOTE, TIMING_TAG_VALUE
 from kernelarc.tracking import keys
-
-logger = logging.getLogger(__name__)
 
 IMAGE_ID_ENV = "KERNELARC_IMAGE_ID"
 """Environment variable naming the platform image a campaign runs in (set by whoever starts it)."""
@@ -40,17 +36,6 @@ class CampaignIdentity:
     """The flattened config."""
     tags: dict[str, str]
     """Campaign tags (problem, seed, switches, provenance, run dir)."""
-
-
-def flatten_config(node: Any, prefix: str = "") -> dict[str, str]:
-    """Flatten a config container into dotted keys with string values (MLflow params)."""
-    out: dict[str, str] = {}
-    if isinstance(node, dict):
-        for key, value in node.items():
-            out.update(flatten_config(value, f"{prefix}{key}."))
-    else:
-        out[prefix.rstrip(".")] = str(node)
-    return out
 
 
 def run_name(name: str, overrides: Sequence[str]) -> str:
@@ -163,51 +148,6 @@ def git_sha(path: Path | None = None) -> str | None:
         return None
     dirty = "-dirty" if status.returncode == 0 and status.stdout.strip() else ""
     return head.stdout.strip() + dirty
-
-
-def read_campaign_json(run_dir: Path) -> dict[str, Any]:
-    """The run dir's campaign.json as a dict ({} when missing or unreadable)."""
-    try:
-        data = json.loads((run_dir / CAMPAIGN_FILE).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def read_overrides(run_dir: Path) -> list[str]:
-    """The job's Hydra overrides from `<run dir>/.hydra/overrides.yaml` ([] when absent)."""
-    path = run_dir / ".hydra" / "overrides.yaml"
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return []
-    return [str(item) for item in data] if isinstance(data, list) else []
-
-
-def read_choices(run_dir: Path) -> dict[str, str]:
-    """Hydra's config group choices from `<run dir>/.hydra/hydra.yaml` ({} when absent)."""
-    path = run_dir / ".hydra" / "hydra.yaml"
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return {}
-    try:
-        choices = data["hydra"]["runtime"]["choices"]
-    except (KeyError, TypeError):
-        return {}
-    if not isinstance(choices, dict):
-        return {}
-    return {str(k): str(v) for k, v in choices.items() if not str(k).startswith("hydra")}
-
-
-def read_config(run_dir: Path) -> dict[str, Any]:
-    """The run dir's resolved config.yaml as plain containers ({} when missing)."""
-    try:
-        data = yaml.safe_load((run_dir / CONFIG_FILE).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        logger.warning("%s/config.yaml: unreadable (%s)", run_dir, exc)
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def identity_from_run_dir(run_dir: Path) -> CampaignIdentity:

@@ -5,8 +5,8 @@ bounds."""
 from collections.abc import Sequence
 
 from kernelarc.benchmark.report import geomean
-from kernelarc.campaign.run_record import CampaignRecord, CampaignRoofline
 from kernelarc.guard.ceilings import ResolvedCeiling
+from kernelarc.rundir.run_record import CampaignRecord, CampaignRoofline
 from kernelarc.schema import (
     Attempt,
     BuildSpec,

@@ -23,11 +23,11 @@ from kernelarc.benchmark.report import (
     markdown_table,
     summarize,
 )
-from kernelarc.campaign.run_record import read_campaign_record
 from kernelarc.guard.score import sol_score
+from kernelarc.rundir.attempts_log import read_attempts
+from kernelarc.rundir.run_record import read_campaign_record
 from kernelarc.schema import Attempt, Verdict
 from kernelarc.schema.guard_record import RooflineBound
-from kernelarc.tracking.attempts_log import read_attempts
 from tests.benchmark.records import (
     REFERENCE_MS,
     UUIDS,

@@ -12,9 +12,9 @@ from kernelarc.agents import Agent, AgentContext
 from kernelarc.campaign import run_campaign
 from kernelarc.config import CoordinationConfig
 from kernelarc.coordination import read_conclusion_events
+from kernelarc.rundir.attempts_log import read_attempts
 from kernelarc.schema import Attempt, EvalStatus, Verdict
 from kernelarc.schema.coordination import ConclusionDraft, Evidence
-from kernelarc.tracking.attempts_log import read_attempts
 from kernelarc.tracking.null_tracker import NullTracker
 
 pytestmark = pytest.mark.slow

@@ -13,8 +13,8 @@ from scripted import ScriptedAgent, adder, campaign_config
 
 from kernelarc.campaign import run_campaign
 from kernelarc.config import CoordinationConfig
+from kernelarc.rundir.attempts_log import read_attempts
 from kernelarc.schema import EvalStatus
-from kernelarc.tracking.attempts_log import read_attempts
 from kernelarc.tracking.null_tracker import NullTracker
 
 APPEAR_S = 120.0

@@ -17,9 +17,9 @@ from kernelarc.config import (
     GuardConfig,
     TrackingConfig,
 )
-from kernelarc.guard import replay_run
+from kernelarc.rundir.attempts_log import read_attempts
+from kernelarc.rundir.rejudge import replay_run
 from kernelarc.schema import Attempt, EvalStatus, Language, Proposal, Verdict
-from kernelarc.tracking.attempts_log import read_attempts
 from kernelarc.tracking.null_tracker import NullTracker
 
 pytestmark = pytest.mark.slow

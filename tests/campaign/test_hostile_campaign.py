@@ -10,8 +10,8 @@ from kernelarc.agents import Agent, AgentContext
 from kernelarc.agents.proposals import build_proposal
 from kernelarc.campaign import run_campaign
 from kernelarc.config import BudgetConfig, CampaignConfig, EvalConfig, SandboxConfig, TrackingConfig
+from kernelarc.rundir.attempts_log import read_attempts
 from kernelarc.schema import EvalStatus, Language, Proposal, Verdict
-from kernelarc.tracking.attempts_log import read_attempts
 from kernelarc.tracking.null_tracker import NullTracker
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "sandboxes"))

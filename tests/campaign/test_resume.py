@@ -21,17 +21,17 @@ from scripted import PROBLEM_DIR, ScriptedAgent, adder, campaign_config
 from kernelarc.agents import Agent, AgentContext
 from kernelarc.campaign import run_campaign
 from kernelarc.campaign.coordinator import Coordinator
-from kernelarc.campaign.run_record import read_campaign_record
 from kernelarc.cli import main
 from kernelarc.cli.campaign_resume import resumed_config
 from kernelarc.config import CampaignConfig, CoordinationConfig
 from kernelarc.coordination import read_conclusion_events
 from kernelarc.errors import ConfigError
 from kernelarc.problems.builtin_set import resolve_problem
+from kernelarc.rundir.attempts_log import read_attempts
+from kernelarc.rundir.run_record import read_campaign_record
 from kernelarc.schema import Attempt, EvalStatus
 from kernelarc.schema.coordination import ConclusionDraft, Evidence
 from kernelarc.tracking import keys
-from kernelarc.tracking.attempts_log import read_attempts
 from kernelarc.tracking.null_tracker import NullTracker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))

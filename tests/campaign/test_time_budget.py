@@ -14,11 +14,11 @@ import pytest
 from scripted import ScriptedAgent, adder, campaign_config
 
 from kernelarc.campaign import run_campaign
-from kernelarc.campaign.run_record import read_campaign_record
 from kernelarc.config import BudgetConfig, CampaignConfig, CoordinationConfig
 from kernelarc.errors import ConfigError
+from kernelarc.rundir.attempts_log import read_attempts
+from kernelarc.rundir.run_record import read_campaign_record
 from kernelarc.schema import Attempt
-from kernelarc.tracking.attempts_log import read_attempts
 from kernelarc.tracking.null_tracker import NullTracker
 
 pytestmark = pytest.mark.slow

@@ -12,12 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from kernelarc.campaign.run_record import (
-    CampaignRecord,
-    campaign_roofline,
-    read_campaign_record,
-    write_campaign_record,
-)
 from kernelarc.config import GuardConfig, RooflineConfig
 from kernelarc.guard import roofline_for
 from kernelarc.guard.ceilings import (
@@ -31,6 +25,12 @@ from kernelarc.guard.ceilings import (
     store_in_cache,
 )
 from kernelarc.problems.builtin_set import resolve_problem
+from kernelarc.rundir.run_record import (
+    CampaignRecord,
+    campaign_roofline,
+    read_campaign_record,
+    write_campaign_record,
+)
 from kernelarc.schema.ceiling import MeasuredCeiling
 
 

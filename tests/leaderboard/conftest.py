@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from kernelarc.campaign.run_record import CampaignRecord, write_campaign_record
+from kernelarc.rundir.attempts_log import AttemptLog
+from kernelarc.rundir.run_record import CampaignRecord, write_campaign_record
 from kernelarc.schema import (
     Attempt,
     BuildSpec,
@@ -26,7 +27,6 @@ from kernelarc.schema import (
     proposal_id_for,
 )
 from kernelarc.schema.guard_record import GuardRecord, RooflineBound
-from kernelarc.tracking.attempts_log import AttemptLog
 
 AXES = (4, 8)
 """Workload w<n> binds M = AXES[n]."""

@@ -21,8 +21,8 @@ from kernelarc.config import (
     TrackingConfig,
 )
 from kernelarc.llm.exchange import UNUSABLE_REPLY
+from kernelarc.rundir.attempts_log import read_attempts
 from kernelarc.schema import Attempt, EvalStatus
-from kernelarc.tracking.attempts_log import read_attempts
 from kernelarc.tracking.null_tracker import NullTracker
 
 pytestmark = pytest.mark.slow

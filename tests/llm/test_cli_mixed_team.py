@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from openai_server import KEY_ENV, ChatServer, Scripted, add_kernel, kernel_reply
 
-from kernelarc.tracking.attempts_log import read_attempts
+from kernelarc.rundir.attempts_log import read_attempts
 
 pytestmark = pytest.mark.slow
 

@@ -14,8 +14,8 @@ from kernelarc.config import LLMConfig
 from kernelarc.errors import ConfigError
 from kernelarc.llm.exchange import UNUSABLE_REPLY, is_transport_failure
 from kernelarc.problems.files import Problem
+from kernelarc.rundir.attempts_log import AttemptLog
 from kernelarc.schema import Attempt, Proposal
-from kernelarc.tracking.attempts_log import AttemptLog
 
 SPEC = SimpleNamespace(kind="llm", strategy="fusion", model=None, name="llm-fusion")
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import yaml
 
+from kernelarc.rundir.attempts_log import AttemptLog
 from kernelarc.schema import Attempt
-from kernelarc.tracking.attempts_log import AttemptLog
 
 
 def write_run_dir(

@@ -5,10 +5,10 @@ dir with config.yaml and campaign.json, attempts.jsonl appended first and the tr
 from collections.abc import Mapping
 from pathlib import Path
 
-from kernelarc.campaign.run_record import CampaignRecord, write_campaign_record
+from kernelarc.rundir.attempts_log import AttemptLog
+from kernelarc.rundir.run_record import CampaignRecord, write_campaign_record
 from kernelarc.schema import Attempt
 from kernelarc.tracking import keys
-from kernelarc.tracking.attempts_log import AttemptLog
 from kernelarc.tracking.mlflow_tracker import MlflowTracker
 
 

@@ -6,7 +6,7 @@ import sys
 
 def test_tracking_and_leaderboard_do_not_import_mlflow() -> None:
     code = (
-        "import sys, kernelarc.tracking, kernelarc.tracking.attempts_log, "
+        "import sys, kernelarc.tracking, kernelarc.rundir.attempts_log, "
         "kernelarc.tracking.null_tracker, kernelarc.tracking.keys, leaderboard\n"
         "kernelarc.tracking.make_tracker('none')\n"
         "assert 'mlflow' not in sys.modules, 'mlflow was imported'\n"

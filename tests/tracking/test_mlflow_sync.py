@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from kernelarc.campaign.run_record import CampaignRecord, write_campaign_record
 from kernelarc.rundir import LEDGER_FILE
+from kernelarc.rundir.attempts_log import AttemptLog, read_attempts
+from kernelarc.rundir.run_record import CampaignRecord, write_campaign_record
 from kernelarc.schema import Attempt, EvalStatus, Verdict
 from kernelarc.tracking import keys
-from kernelarc.tracking.attempts_log import AttemptLog, read_attempts
 from kernelarc.tracking.mlflow_sync import sync_run_dir
 from kernelarc.tracking.mlflow_tracker import MlflowTracker
 from tests.mlflow_server import MlflowServer, free_port

@@ -8,7 +8,6 @@ from kernelarc.tracking import keys
 from kernelarc.tracking.run_metadata import (
     IMAGE_ID_ENV,
     campaign_tags,
-    flatten_config,
     git_sha,
     run_name,
 )
@@ -80,11 +79,7 @@ def test_git_sha_outside_a_checkout_is_none(tmp_path: Path) -> None:
     assert git_sha(tmp_path) is None
 
 
-def test_flatten_and_run_name() -> None:
-    flat = flatten_config(CONFIG)
-    assert flat["budget.candidates"] == "8"
-    assert flat["coordination.memory"] == "False"
-    assert flat["sandbox.docker.image"] == "kernelarc-sandbox:latest"
+def test_run_name_shows_the_top_level_overrides() -> None:
     overrides = ["name=abl", "guard=off", "seed=1", "budget.candidates=4", "device=cpu"]
     assert run_name("abl", overrides) == "abl guard=off seed=1"
     assert run_name("abl", []) == "abl"

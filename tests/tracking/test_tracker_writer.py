@@ -15,11 +15,11 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from kernelarc.rundir import LEDGER_FILE
+from kernelarc.rundir.sync_ledger import PARTS, LedgerView, SyncLedger
 from kernelarc.schema import Attempt, EvalStatus, Verdict
 from kernelarc.tracking import keys
 from kernelarc.tracking.mlflow_sync import sync_run_dir
 from kernelarc.tracking.mlflow_tracker import MlflowTracker
-from kernelarc.tracking.sync_ledger import PARTS, LedgerView, SyncLedger
 from kernelarc.tracking.tracker_queue import WriterQueue
 from tests.tracking.conftest import MakeAttempt
 from tests.tracking.gated_proxy import HANG_GUARD_S, GatedProxy, Request

@@ -18,8 +18,8 @@ from kernelarc.config import (
     TrackingConfig,
 )
 from kernelarc.guard.static_rules import blocking
+from kernelarc.rundir.attempts_log import read_attempts
 from kernelarc.schema import EvalStatus
-from kernelarc.tracking.attempts_log import read_attempts
 from kernelarc.tracking.null_tracker import NullTracker
 
 pytestmark = pytest.mark.slow

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from kernelarc.tracking.sync_ledger import (
+from kernelarc.rundir.sync_ledger import (
     CampaignEntry,
     LoggedEntry,
     MarkEntry,

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from kernelarc.errors import TrackingError
+from kernelarc.rundir.attempts_log import AttemptLog, read_attempts
 from kernelarc.schema import Attempt, EvalStatus
-from kernelarc.tracking.attempts_log import AttemptLog, read_attempts
 
 MakeAttempt = Callable[..., Attempt]
 

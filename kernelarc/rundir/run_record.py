@@ -2,6 +2,7 @@
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field, ValidationError
 
@@ -136,3 +137,12 @@ def mark_interrupted(run_dir: Path) -> bool:
     }
     write_campaign_record(run_dir, record.model_copy(update=update))
     return True
+
+
+def read_campaign_json(run_dir: Path) -> dict[str, Any]:
+    """The run dir's campaign.json as a dict ({} when missing or unreadable)."""
+    try:
+        data = json.loads((run_dir / CAMPAIGN_FILE).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
