@@ -4,7 +4,7 @@ Place in the flow: the last step. `plan_export` reads CampaignSources (run dirs 
 `leaderboard.inputs`), keeps accepted attempts (`selection.qualifies`), scores them
 (`kernelarc.guard.score.score_attempt`), picks one per problem by latency (`selection.py`),
 never one slower than its campaign's reference (`reference_floor.py`), and checks it against
-the official rules (`rules.py`); `write_export` writes
+the official rules (`rules.py`), into a `plan.Plan`; `write_export` writes
 `<out>/<problem>/{solution.json,traces.jsonl,problem/,sources/}`, `<out>/scores.csv` and
 `<out>/manifest.json`. The same inputs give byte-identical files.
 """
@@ -13,7 +13,6 @@ import logging
 import math
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from kernelarc.errors import ConfigError
@@ -21,8 +20,10 @@ from kernelarc.guard.score import ProblemScore, score_attempt
 from kernelarc.guard.sol_bounds import sol_bounds
 from kernelarc.problems.files import Problem
 from kernelarc.rundir.reader import CampaignSource
-from kernelarc.schema import Attempt, Solution
+from kernelarc.schema import Attempt
 from leaderboard.inputs import check_definitions, load_run_dir
+from leaderboard.manifest import build_manifest, scores_csv
+from leaderboard.plan import ExportedProblem, Plan
 from leaderboard.reference_floor import Floor, apply_floor, campaign_reference
 from leaderboard.rules import check_exportable, explicit_solution
 from leaderboard.selection import Candidate, Choice, Selection, qualifies, select
@@ -44,44 +45,6 @@ SCORES_FILE = "scores.csv"
 """Top-level score table."""
 PROBLEM_FILES = ("definition.json", "workload.jsonl")
 """Files copied into `<problem>/problem/`."""
-
-
-@dataclass(frozen=True)
-class ExportedProblem:
-    """One problem's export: the choice, the solution as written, and its problem files."""
-
-    choice: Choice
-    """The selected candidate and the alternatives."""
-    solution: Solution
-    """The solution with every build setting explicit."""
-    problem: Problem | None
-    """Problem files to copy (None: unavailable)."""
-
-    @property
-    def name(self) -> str:
-        """Definition name."""
-        return self.choice.problem
-
-    @property
-    def category(self) -> str:
-        """The definition's op_type ('' when unknown)."""
-        return (self.problem.definition.op_type or "") if self.problem else ""
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What an export writes, before anything is written."""
-
-    inputs: tuple[CampaignSource, ...]
-    """The campaigns read."""
-    problems: tuple[ExportedProblem, ...]
-    """Exported problems, by name."""
-    unqualified: dict[str, str]
-    """Problems without an accepted attempt, with why."""
-    exported_at: str
-    """The manifest's export time."""
-    exported_at_source: str
-    """`--timestamp` or `latest finished_at of the input attempts`."""
 
 
 def plan_export(inputs: Sequence[CampaignSource], timestamp: str | None = None) -> Plan:
@@ -141,8 +104,6 @@ def write_export(plan: Plan, out_dir: Path, *, sources: bool = False) -> list[Pa
     Returns:
         The written files, in that order.
     """
-    from leaderboard.manifest import build_manifest, scores_csv
-
     written: list[Path] = []
     for item in plan.problems:
         written.extend(_write_problem(out_dir / item.name, item, sources=sources))

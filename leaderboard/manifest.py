@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 from kernelarc import __version__
 from kernelarc.rundir.reader import CampaignSource
 from kernelarc.timing_labels import CPU_TIMING_NOTE, TIMING_TAG_VALUE, cpu_timed
+from leaderboard.plan import Plan
 
 if TYPE_CHECKING:
     from kernelarc.guard.score import SpeedupInterval
     from kernelarc.schema import Attempt
-    from leaderboard.export import Plan
 
 FORMAT = "kernelarc-leaderboard/1"
 """manifest.json `format` value; bump on incompatible changes."""
@@ -67,7 +67,7 @@ SCORING = {
 """How the numbers were made, written into the manifest."""
 
 
-def scores_csv(plan: "Plan") -> str:
+def scores_csv(plan: Plan) -> str:
     """One row per exported problem, by name."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -110,7 +110,7 @@ def _timing(attempt: "Attempt") -> str:
     return TIMING_TAG_VALUE if cpu_timed([attempt]) else ""
 
 
-def build_manifest(plan: "Plan") -> dict[str, object]:
+def build_manifest(plan: Plan) -> dict[str, object]:
     """The manifest as a JSON-ready dict."""
     libraries: dict[str, set[str]] = {}
     hardware: set[str] = set()
@@ -204,7 +204,7 @@ def _num(value: float | None) -> str:
     return f"{value:.6g}"
 
 
-def describe_plan(plan: "Plan") -> str:
+def describe_plan(plan: Plan) -> str:
     """The `--dry-run` text: what would be exported, and why each choice was made."""
     lines = [f"{len(plan.inputs)} campaign(s):"]
     for campaign in plan.inputs:

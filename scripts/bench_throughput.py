@@ -26,13 +26,14 @@ screens beside each timed GPU; local executor on CUDA; 0 = none, the screen then
 timed slot). With two or more values, a disturbance table compares the latency each candidate
 got in the arm with screens beside its timing against the same candidate (same sources) in the
 arm without: the median ratio says how much the screens slowed the candidates' own timing.
+
+The analysis of the runs and the markdown tables are `throughput_tables.py`'s (beside this file).
 """
 
 import argparse
 import importlib.util
 import json
 import os
-import statistics
 import sys
 import tempfile
 import threading
@@ -65,6 +66,9 @@ from kernelarc.rundir.attempts_log import read_attempts  # noqa: E402
 from kernelarc.sandboxes import LocalSandbox  # noqa: E402
 from kernelarc.schema import EvalRequest, EvalStatus, Solution, TimingConfig  # noqa: E402
 from kernelarc.tracking import make_tracker  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its throughput_tables module
+from throughput_tables import disturbance, scaling, table  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -241,193 +245,6 @@ def _latencies(run_dir: Path) -> dict[str, float]:
     return out
 
 
-def _disturbance(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per GPU count: each arm with screens against the arm without, over the candidates both
-    timed: the median latency ratio (with screens / without), min and max."""
-    out = []
-    for run in runs:
-        alone = [
-            r for r in runs if r.get("screens") == 0 and r["gpus"] == run["gpus"] and r is not run
-        ]
-        if not run.get("screens") or not alone:
-            continue
-        base = alone[0].get("latencies", {})
-        mine = run.get("latencies", {})
-        ratios = [mine[k] / base[k] for k in sorted(set(mine) & set(base)) if base[k] > 0]
-        out.append(
-            {
-                "gpus": run["gpus"],
-                "screens": run["screens"],
-                "common_candidates": len(ratios),
-                "median_ratio": round(statistics.median(ratios), 4) if ratios else None,
-                "min_ratio": round(min(ratios), 4) if ratios else None,
-                "max_ratio": round(max(ratios), 4) if ratios else None,
-            }
-        )
-    return out
-
-
-def _scaling(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per executor and screen count: each GPU count against the smallest one."""
-    out: list[dict[str, Any]] = []
-    for executor, screens in sorted({(r["executor"], r.get("screens", 0)) for r in runs}):
-        out += _scaling_of(
-            [
-                r
-                for r in runs
-                if r["executor"] == executor
-                and r.get("screens", 0) == screens
-                and r.get("throughput")
-            ]
-        )
-    return out
-
-
-def _scaling_of(usable: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    if len(usable) < 2:
-        return []
-    base = min(usable, key=lambda r: r["gpus"])
-    base_rate = base["throughput"]["candidates_per_min"]
-    out = []
-    for run in usable:
-        if run["gpus"] == base["gpus"] or base_rate <= 0:
-            continue
-        speedup = run["throughput"]["candidates_per_min"] / base_rate
-        out.append(
-            {
-                "executor": run["executor"],
-                "gpus": run["gpus"],
-                "baseline_gpus": base["gpus"],
-                "speedup": round(speedup, 3),
-                "efficiency": round(speedup / (run["gpus"] / base["gpus"]), 3),
-            }
-        )
-    return out
-
-
-def _table(result: dict[str, Any]) -> str:
-    lines = [
-        "| executor | GPUs | screens/GPU | candidates | cand/min | cand/min/GPU | GPU busy | "
-        "queue wait s (mean/max) | sandbox s/eval | fixed cost s | dispatch s | retries | "
-        "timed beside screens |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for run in result["runs"]:
-        fixed = run.get("sandbox_fixed_cost_s")
-        t = run.get("throughput")
-        if not t:
-            lines.append(
-                f"| {run['executor']} | {run['gpus']} | {run.get('screens')} | "
-                f"failed: {run.get('error')} |"
-            )
-            continue
-        lines.append(
-            f"| {t['executor']} | {run['gpus']} | {run.get('screens', '')} | {t['candidates']} | "
-            f"{t['candidates_per_min']:.2f} | {t['candidates_per_min_per_gpu']:.2f} | "
-            f"{t['timed_busy_fraction']:.0%} | {t['queue_wait_s_mean']:.1f}/"
-            f"{t['queue_wait_s_max']:.1f} | {t['sandbox_s_mean']:.2f} | "
-            f"{fixed if fixed is None else f'{fixed:.2f}'} | "
-            f"{t['dispatch_overhead_s_mean']:.3f} | {t['infra_retries']} | "
-            f"{t.get('timed_beside_screens', 0)} |"
-        )
-    for s in result.get("scaling", []):
-        lines.append(
-            f"\nScaling ({s['executor']}) {s['baseline_gpus']} -> {s['gpus']} GPUs: speedup "
-            f"{s['speedup']:.2f}x, "
-            f"efficiency {s['efficiency']:.0%}"
-        )
-    for d in result.get("disturbance", []):
-        lines.append(
-            f"\nDisturbance, {d['gpus']} GPU(s), {d['screens']} screens/GPU: candidate latency "
-            f"with screens / without, over {d['common_candidates']} candidates both timed: "
-            f"median {d['median_ratio']}, min {d['min_ratio']}, max {d['max_ratio']}"
-        )
-    if result.get("ray_missing"):
-        lines.append(f"\nNOTE: {result['ray_missing']}; measured with executor=local instead.")
-    lines += ["", _stage_table(result), "", _timed_run_table(result)]
-    return "\n".join(lines)
-
-
-#: Columns of the time-per-stage table: ThroughputReport.stages keys (seconds, summed).
-STAGE_COLUMNS = (
-    "propose",
-    "screen",
-    "timing",
-    "guard",
-    "runner_build",
-    "runner_jit_warm_up",
-    "runner_worker_start",
-    "runner_inputs",
-    "runner_correctness",
-    "runner_timing",
-    "runner_reference_timing",
-    "runner_interleaved_timing",
-    "sandbox_other",
-)
-
-
-def _stage_table(result: dict[str, Any]) -> str:
-    """Seconds per stage of each run (slot time of screens, timed evaluations and guard runs;
-    the judges' own stages; queue waits), and builds compiled vs found in the build cache."""
-    head = " | ".join(STAGE_COLUMNS)
-    lines = [
-        f"| executor | GPUs | screens/GPU | {head} | queue waits | gate waits | "
-        "builds (cache hits) |",
-        "|---|---|---|" + "---|" * (len(STAGE_COLUMNS) + 3),
-    ]
-    for run in result["runs"]:
-        t = run.get("throughput")
-        if not t:
-            continue
-        stages = t.get("stages", {})
-        cells = " | ".join(f"{stages.get(k, 0.0):.1f}" for k in STAGE_COLUMNS)
-        waits = sum(stages.get(f"{k}_queue_wait", 0.0) for k in ("screen", "timing", "guard"))
-        gates = sum(stages.get(f"{k}_gate_wait", 0.0) for k in ("screen", "timing", "guard"))
-        lines.append(
-            f"| {t['executor']} | {run['gpus']} | {run.get('screens', '')} | {cells} | "
-            f"{waits:.1f} | {gates:.1f} | "
-            f"{t.get('builds', 0)} ({t.get('build_cache_hits', 0)}) |"
-        )
-    return "\n".join(lines)
-
-
-#: Runner stages of a candidate's timed run (`timing_runner_<name>` in ThroughputReport.stages).
-TIMED_RUN_STAGES = (
-    "jit_warm_up",
-    "worker_start",
-    "inputs",
-    "correctness",
-    "timing",
-    "reference_timing",
-    "interleaved_timing",
-)
-
-
-def _timed_run_table(result: dict[str, Any]) -> str:
-    """Mean seconds per candidate's timed run, by runner stage, and the slot time around them
-    (process start or spare wait, staging, result read-back)."""
-    head = " | ".join(TIMED_RUN_STAGES)
-    lines = [
-        f"| executor | GPUs | screens/GPU | timed runs | slot s | {head} | outside the runner |",
-        "|---|---|---|---|---|" + "---|" * (len(TIMED_RUN_STAGES) + 1),
-    ]
-    for run in result["runs"]:
-        t = run.get("throughput")
-        if not t:
-            continue
-        stages = t.get("stages", {})
-        timed = t["candidates"] - t["screened_out"]  # one timed run each (guard runs aside)
-        count = max(1, timed)
-        inside = [stages.get(f"timing_runner_{k}", 0.0) / count for k in TIMED_RUN_STAGES]
-        slot = stages.get("timing", 0.0) / count
-        cells = " | ".join(f"{v:.2f}" for v in inside)
-        lines.append(
-            f"| {t['executor']} | {run['gpus']} | {run.get('screens', '')} | "
-            f"{timed} | {slot:.2f} | {cells} | {slot - sum(inside):.2f} |"
-        )
-    return "\n".join(lines)
-
-
 def _write(path: Path, result: dict[str, Any]) -> None:
     path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
 
@@ -443,10 +260,10 @@ def main(argv: list[str]) -> int:
                 runs.append(run)
         merged: dict[str, Any] = {
             "runs": runs,
-            "scaling": _scaling(runs),
-            "disturbance": _disturbance(runs),
+            "scaling": scaling(runs),
+            "disturbance": disturbance(runs),
         }
-        print(_table(merged))
+        print(table(merged))
         return 0
     args = parsed
     ray_version, missing = _ray_status()
@@ -476,7 +293,7 @@ def main(argv: list[str]) -> int:
     def give_up() -> None:  # unattended runs must end: write what there is and stop
         result["aborted"] = f"--max-wall-s {args.max_wall_s:g} reached"
         _write(args.json_path, result)
-        print(_table(result), flush=True)
+        print(table(result), flush=True)
         print(f"aborted: {result['aborted']}", flush=True)
         os._exit(3)
 
@@ -505,11 +322,11 @@ def main(argv: list[str]) -> int:
         run["script_wall_s"] = round(time.monotonic() - started, 1)
         run["sandbox_fixed_cost_s"] = fixed_cost
         result["runs"].append(run)
-        result["scaling"] = _scaling(result["runs"])
-        result["disturbance"] = _disturbance(result["runs"])
+        result["scaling"] = scaling(result["runs"])
+        result["disturbance"] = disturbance(result["runs"])
         _write(args.json_path, result)
     watchdog.cancel()
-    print(_table(result))
+    print(table(result))
     print(f"\nJSON: {args.json_path.resolve()}")
     return 0 if all(r.get("throughput") for r in result["runs"]) else 1
 

@@ -40,15 +40,6 @@ def test_only_the_export_command_imports_leaderboard() -> None:
 # read from the source with ast, so an import under `if TYPE_CHECKING:` or inside a function counts
 # like a top-level one: a lazy import hides a cycle from Python, not from the layering.
 
-#: Module cycles that other open changes of issue #19 remove; nothing else may join this list.
-#: Whoever breaks one of them deletes its entry here (the test fails on an entry that is no longer
-#: a cycle), so this list only shrinks until it is empty.
-ALLOWED_MODULE_CYCLES = {
-    # reductions.py builds on graph_ir's types; graph_ir.build_graph lowers reductions (lazily).
-    frozenset({"kernelarc.kernelgen.graph_ir", "kernelarc.kernelgen.reductions"}),
-    # export.py writes the manifest (lazily); manifest.py names the export's Plan (type-only).
-    frozenset({"leaderboard.export", "leaderboard.manifest"}),
-}
 
 Graph = dict[str, set[str]]
 
@@ -186,8 +177,6 @@ def test_no_module_imports_another_that_imports_it_back() -> None:
     problems = []
     cycles = _cycles(graph)
     for cycle in cycles:
-        if frozenset(cycle) in ALLOWED_MODULE_CYCLES:
-            continue
         edges = sorted(
             f"  {module} -> {target}"
             for module in cycle
@@ -195,8 +184,4 @@ def test_no_module_imports_another_that_imports_it_back() -> None:
             if target in cycle
         )
         problems.append(f"module cycle {sorted(cycle)}, made by:\n" + "\n".join(edges))
-    gone = ALLOWED_MODULE_CYCLES - {frozenset(c) for c in cycles}
-    problems += [
-        f"no longer a cycle, delete it from ALLOWED_MODULE_CYCLES: {sorted(c)}" for c in gone
-    ]
     assert not problems, "\n".join(problems)

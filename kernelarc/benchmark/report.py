@@ -22,214 +22,85 @@ Per problem (every latency a geometric mean over the problem's workloads):
   speed (latency <= final / 0.9);
 - memory-bound: every workload's bound is set by bytes, not FLOPs.
 
-Confidence intervals (`CI_METHOD`): a latency's rounds are every evaluation of the same solution
-(its own, the guard's re-timing rounds, the confirmation re-run, the bench's repeats); the
-interval is the guard's seeded percentile bootstrap over rounds (kernelarc.guard.bootstrap) of the
-geometric mean over workloads, widened to hold the point estimate; one round gives none. A
-speedup T_base / T_best gets the conservative interval [base_lo / best_hi, base_hi / best_lo].
+The numbers are `report_stats.py`'s (geometric means, bootstrap intervals, speedups); the row
+and the baseline run are `report_row.py`'s; the summary and the markdown are `report_table.py`'s.
+Everything is re-exported here, where the bench scripts import it.
 """
 
-import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kernelarc.guard.score import sol_score
-from kernelarc.ratio_interval import bootstrap_interval
-from kernelarc.rundir.run_record import CampaignRecord
-from kernelarc.schema import Attempt, EvalStatus, Proposal, Trace, Verdict
-
-BASELINE_DEFAULT = "compile-default"
-"""Compiler-agent variant reported as "torch.compile default"."""
-COMPILE_PREFIX = "compile-"
-"""Variants that are torch.compile of the reference (candidates for the best compile variant)."""
-MAX_AUTOTUNE = {
-    "cuda": "compile-max-autotune",
-    "cpu": "compile-max-autotune-no-cudagraphs",
-}
-"""The variant reported as "max-autotune" (T_b) per device: torch.compile(mode="max-autotune");
-on CPU, where there are no CUDA graphs, its no-cudagraphs twin."""
-NOT_RUN = "NOT_RUN"
-"""Status of a baseline nobody evaluated."""
-NINETY = 0.9
-CI_CONFIDENCE = 0.95
-CI_RESAMPLES = 2000
-CI_METHOD = (
-    "CI: 95% seeded percentile bootstrap over evaluation rounds (the guard's, "
-    "kernelarc.guard.bootstrap) of each latency's geometric mean over workloads; a speedup "
-    "T_base/T_best gets [base_lo/best_hi, base_hi/best_lo]; '-' when either side has one round."
+from kernelarc.benchmark.report_row import (
+    BASELINE_DEFAULT,
+    COMPILE_PREFIX,
+    MAX_AUTOTUNE,
+    NOT_RUN,
+    BaselineRun,
+    ProblemRow,
 )
+from kernelarc.benchmark.report_stats import (
+    CI_METHOD,
+    Interval,
+    Measured,
+    geomean,
+    measured,
+    retimed_rounds,
+    speedup,
+    trace_latencies,
+)
+from kernelarc.benchmark.report_table import (
+    TABLE_HEADER,
+    SpeedupSummary,
+    Summary,
+    baseline_cell,
+    fmt,
+    fmt_ci,
+    markdown_table,
+    speedup_line,
+    summarize,
+    summarize_speedups,
+)
+from kernelarc.guard.score import sol_score
+from kernelarc.rundir.run_record import CampaignRecord
+from kernelarc.schema import Attempt, EvalStatus, Proposal, Verdict
 
-Interval = list[float]
-"""[low, high] (a list, for JSON)."""
+__all__ = [
+    "BASELINE_DEFAULT",
+    "CI_METHOD",
+    "COMPILE_PREFIX",
+    "MAX_AUTOTUNE",
+    "NINETY",
+    "NOT_RUN",
+    "TABLE_HEADER",
+    "BaselineRun",
+    "Interval",
+    "Measured",
+    "ProblemRow",
+    "SpeedupSummary",
+    "Summary",
+    "baseline_cell",
+    "baseline_runs_from_attempts",
+    "build_row",
+    "candidates_to_fraction",
+    "family_of",
+    "fmt",
+    "fmt_ci",
+    "geomean",
+    "incumbent",
+    "markdown_table",
+    "measured",
+    "merge_runs",
+    "retimed_rounds",
+    "speedup",
+    "speedup_line",
+    "summarize",
+    "summarize_speedups",
+    "trace_latencies",
+]
 
-
-@dataclass(frozen=True)
-class BaselineRun:
-    """One evaluation of a torch.compile variant of the reference (campaign attempt or extra)."""
-
-    variant: str
-    """Compiler-agent variant tag (`compile-default`, `compile-max-autotune`, ...)."""
-    status: str
-    """PASSED or the first failing status (or INFRA_ERROR)."""
-    latencies_ms: Mapping[str, float]
-    """Workload uuid -> median latency (PASSED only)."""
-    reference_ms: Mapping[str, float]
-    """Workload uuid -> the reference's latency measured in the same evaluation."""
-    source: str
-    """`campaign attempt <i>` or `bench` (measured after the campaign, same protocol)."""
-    rounds_ms: Sequence[Mapping[str, float]] = ()
-    """Further PASSED timings of the same solution (guard re-timing rounds, confirmation)."""
-    error: str = ""
-    """Why it did not pass: the first failing workload's log, cut short (empty when PASSED)."""
-
-
-@dataclass(frozen=True)
-class Measured:
-    """A latency (geometric mean over workloads) with its confidence interval."""
-
-    ms: float
-    ci: Interval | None
-    rounds: int
-
-
-@dataclass
-class ProblemRow:
-    """One problem's line of the benchmark table (latencies in ms, intervals [low, high])."""
-
-    problem: str
-    workloads: int
-    memory_bound: bool
-    eager_ms: float | None
-    compile_status: str
-    """Status of torch.compile default (PASSED, a failing status, NOT_RUN)."""
-    compile_ms: float | None
-    compile_ci: Interval | None
-    best_compile_variant: str
-    """The fastest PASSED compile variant ('' when none passed)."""
-    best_compile_ms: float | None
-    best_compile_ci: Interval | None
-    max_autotune_variant: str
-    """The variant reported as max-autotune (MAX_AUTOTUNE of the device)."""
-    max_autotune_status: str
-    max_autotune_ms: float | None
-    """T_b (PASSED only)."""
-    max_autotune_ci: Interval | None
-    best_ms: float | None
-    best_ci: Interval | None
-    best_by: str
-    """`agent: solution name` of the best attempt."""
-    best_agent: str
-    best_family: str
-    """Knob space / family of the best (`triton/gen`, `triton/rmsnorm`, `compile`, `eager`)."""
-    roofline_ms: float | None
-    """T_SOL."""
-    fraction_of_roofline: float | None
-    sol_score: float | None
-    speedup_vs_compile: float | None
-    speedup_vs_compile_ci: Interval | None
-    speedup_vs_best_compile: float | None
-    speedup_vs_best_compile_ci: Interval | None
-    speedup_vs_max_autotune: float | None
-    """Only when max-autotune PASSED."""
-    speedup_vs_max_autotune_ci: Interval | None
-    speedup_vs_eager: float | None
-    candidates_to_90: int | None
-    attempts: int
-    passed: int
-    passed_families: list[str]
-    """Families of the PASSED attempts, sorted."""
-    compile_variants: dict[str, dict[str, Any]]
-    """Every compile variant: status, ms, ci, rounds, source."""
-    ceiling_source: str
-    """measured / cache / config."""
-    notes: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return asdict(self)
-
-
-def geomean(values: Sequence[float]) -> float | None:
-    """Geometric mean of positive values; None when empty or any value is not positive."""
-    if not values or any(v <= 0 or not math.isfinite(v) for v in values):
-        return None
-    return math.exp(sum(math.log(v) for v in values) / len(values))
-
-
-def latency_interval(
-    rounds: Sequence[Mapping[str, float]], uuids: Sequence[str]
-) -> Interval | None:
-    """The bootstrap interval of the geometric-mean latency over `rounds` (each a full set of
-    workload latencies; incomplete rounds are left out); None with fewer than two rounds."""
-    complete = [r for r in rounds if all(r.get(u, 0.0) > 0 for u in uuids)]
-    if len(complete) < 2 or not uuids:
-        return None
-    logs = [[math.log(r[u]) for u in uuids] for r in complete]
-    low, high = bootstrap_interval(logs, confidence=CI_CONFIDENCE, resamples=CI_RESAMPLES, seed=0)
-    return [low, high]
-
-
-def measured(
-    first: Mapping[str, float], rounds: Sequence[Mapping[str, float]], uuids: Sequence[str]
-) -> Measured | None:
-    """The point estimate of `first` with the interval of all rounds (widened to hold it)."""
-    if not uuids or any(u not in first for u in uuids):
-        return None
-    point = geomean([first[u] for u in uuids])
-    if point is None:
-        return None
-    all_rounds = [first, *rounds]
-    ci = latency_interval(all_rounds, uuids)
-    if ci is not None:
-        ci = [min(ci[0], point), max(ci[1], point)]
-    return Measured(point, ci, len(all_rounds))
-
-
-def speedup(base: Measured | None, best: Measured | None) -> tuple[float | None, Interval | None]:
-    """T_base / T_best and its conservative interval [base_lo/best_hi, base_hi/best_lo]."""
-    if base is None or best is None:
-        return None, None
-    ci = None
-    if base.ci is not None and best.ci is not None:
-        ci = [base.ci[0] / best.ci[1], base.ci[1] / best.ci[0]]
-    return base.ms / best.ms, ci
-
-
-def trace_latencies(traces: Iterable[Trace]) -> tuple[dict[str, float], dict[str, float]]:
-    """(latency, reference latency) per workload uuid of the traces that carry performance."""
-    latency: dict[str, float] = {}
-    reference: dict[str, float] = {}
-    for trace in traces:
-        perf = trace.evaluation.performance if trace.evaluation else None
-        if perf is not None:
-            latency[trace.workload.uuid] = perf.latency_ms
-            reference[trace.workload.uuid] = perf.reference_latency_ms
-    return latency, reference
-
-
-def retimed_rounds(attempts: Sequence[Attempt], of: Attempt) -> list[dict[str, float]]:
-    """Every further PASSED timing of `of`'s solution in the campaign: the guard's re-timing
-    rounds (as challenger or as incumbent of later challengers) and its confirmation re-run."""
-    order = [t.workload.uuid for t in of.traces]
-    pid = of.proposal.id
-    rounds: list[dict[str, float]] = []
-
-    def add(latencies: Sequence[float]) -> None:
-        if len(latencies) == len(order) and latencies:
-            rounds.append(dict(zip(order, latencies, strict=True)))
-
-    for attempt in attempts:
-        if attempt.guard is None:
-            continue
-        for sample in attempt.guard.samples:
-            if sample.proposal_id == pid and sample.status == EvalStatus.PASSED:
-                add(sample.latencies_ms)
-        confirmation = attempt.guard.confirmation
-        if attempt.proposal.id == pid and confirmation and confirmation.status == "PASSED":
-            add(confirmation.latencies_ms)
-    return rounds
+NINETY = 0.9
+"""`candidates_to_90`: the share of the final best's speed an incumbent must reach."""
 
 
 def family_of(proposal: Proposal) -> str:
@@ -455,164 +326,3 @@ def build_row(
         ceiling_source=record.roofline.ceiling.source if record.roofline else "",
         notes=notes,
     )
-
-
-@dataclass(frozen=True)
-class SpeedupSummary:
-    """A geometric-mean speedup over the rows that have one."""
-
-    geomean: float | None
-    ci: Interval | None
-    """[geomean of the lows, geomean of the highs]; None unless every speedup has a CI."""
-    problems: int
-    """Rows the geomean is over."""
-
-
-def summarize_speedups(
-    values: Sequence[tuple[float | None, Interval | None]],
-) -> SpeedupSummary:
-    """Geometric mean of the present speedups and the interval their intervals bound."""
-    present = [(v, ci) for v, ci in values if v is not None]
-    lows = [ci[0] for _, ci in present if ci is not None]
-    highs = [ci[1] for _, ci in present if ci is not None]
-    complete = present and len(lows) == len(present)
-    low, high = (geomean(lows), geomean(highs)) if complete else (None, None)
-    ci = [low, high] if low is not None and high is not None else None
-    return SpeedupSummary(geomean([v for v, _ in present]), ci, len(present))
-
-
-@dataclass(frozen=True)
-class Summary:
-    """The headline numbers against the issue's goals."""
-
-    vs_compile: SpeedupSummary
-    """Over torch.compile default."""
-    vs_best_compile: SpeedupSummary
-    """Over each problem's fastest PASSED compile variant."""
-    vs_max_autotune: SpeedupSummary
-    """Over max-autotune, on the problems where it PASSED (goal >= 1.2)."""
-    max_autotune_not_passed: dict[str, str]
-    """Problem -> status of its max-autotune baseline when it did not pass."""
-    at_least_best_compile: int
-    """Problems whose best is at least as fast as their best compile variant."""
-    with_best_compile: int
-    """Problems with a best and a PASSED compile variant."""
-    memory_bound_fractions: dict[str, float]
-    """Fraction of roofline of each memory-bound problem (goal >= 0.85 each)."""
-    problems: int
-    """Rows in the table."""
-
-
-def summarize(rows: Sequence[ProblemRow]) -> Summary:
-    """Headline numbers of the rows."""
-    fractions = {
-        r.problem: r.fraction_of_roofline
-        for r in rows
-        if r.memory_bound and r.fraction_of_roofline is not None
-    }
-    compared = [r for r in rows if r.best_ms is not None and r.best_compile_ms is not None]
-    return Summary(
-        vs_compile=summarize_speedups(
-            [(r.speedup_vs_compile, r.speedup_vs_compile_ci) for r in rows]
-        ),
-        vs_best_compile=summarize_speedups(
-            [(r.speedup_vs_best_compile, r.speedup_vs_best_compile_ci) for r in rows]
-        ),
-        vs_max_autotune=summarize_speedups(
-            [(r.speedup_vs_max_autotune, r.speedup_vs_max_autotune_ci) for r in rows]
-        ),
-        max_autotune_not_passed={
-            r.problem: r.max_autotune_status for r in rows if r.max_autotune_status != "PASSED"
-        },
-        at_least_best_compile=sum(
-            1 for r in compared if r.best_ms is not None and r.best_ms <= (r.best_compile_ms or 0)
-        ),
-        with_best_compile=len(compared),
-        memory_bound_fractions=fractions,
-        problems=len(rows),
-    )
-
-
-def fmt(value: float | None, digits: int = 4) -> str:
-    """A number for a table cell ('-' for none)."""
-    if value is None:
-        return "-"
-    return f"{value:.{digits}g}"
-
-
-def fmt_ci(value: float | None, ci: Interval | None, digits: int = 3) -> str:
-    """`1.23 [1.1, 1.35]`, `1.23 [-]` without an interval, '-' without a value."""
-    if value is None:
-        return "-"
-    bounds = f"{ci[0]:.{digits}g}, {ci[1]:.{digits}g}" if ci else "-"
-    return f"{value:.{digits}g} [{bounds}]"
-
-
-def baseline_cell(status: str, ms: float | None) -> str:
-    """A baseline's latency, or its status when it did not pass."""
-    return fmt(ms) if status == "PASSED" else status
-
-
-def speedup_line(label: str, summary: SpeedupSummary, rows: int) -> str:
-    """One summary line: the geomean with its interval over how many problems."""
-    return (
-        f"Geometric-mean speedup over {label}: {fmt_ci(summary.geomean, summary.ci)} "
-        f"over {summary.problems} of {rows} problems."
-    )
-
-
-TABLE_HEADER = (
-    "| problem | bound | eager ms | compile ms | best compile variant (ms) | max-autotune ms (T_b) "
-    "| best ms | roofline ms (T_SOL) | T_SOL/T_best | SOL score | x compile [CI] "
-    "| x best compile [CI] | x max-autotune [CI] | cands to 90% | evaluated (passed) | best by |"
-)
-
-
-def markdown_table(rows: Sequence[ProblemRow]) -> str:
-    """The rows as a markdown table, then the CI method and the summary lines."""
-    lines = [TABLE_HEADER, "|" + " --- |" * TABLE_HEADER.count(" | ") + " --- |"]
-    for r in rows:
-        best_compile = (
-            f"{r.best_compile_variant} ({fmt(r.best_compile_ms)})"
-            if r.best_compile_variant
-            else "-"
-        )
-        cells = [
-            r.problem,
-            "memory" if r.memory_bound else "compute",
-            fmt(r.eager_ms),
-            baseline_cell(r.compile_status, r.compile_ms),
-            best_compile,
-            baseline_cell(r.max_autotune_status, r.max_autotune_ms),
-            fmt(r.best_ms),
-            fmt(r.roofline_ms),
-            fmt(r.fraction_of_roofline, 3),
-            fmt(r.sol_score, 3),
-            fmt_ci(r.speedup_vs_compile, r.speedup_vs_compile_ci),
-            fmt_ci(r.speedup_vs_best_compile, r.speedup_vs_best_compile_ci),
-            fmt_ci(r.speedup_vs_max_autotune, r.speedup_vs_max_autotune_ci),
-            "-" if r.candidates_to_90 is None else str(r.candidates_to_90),
-            f"{r.attempts} ({r.passed})",
-            r.best_by or "-",
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    summary = summarize(rows)
-    fractions = ", ".join(f"{k} {v:.3f}" for k, v in summary.memory_bound_fractions.items())
-    failed = ", ".join(f"{k} {v}" for k, v in summary.max_autotune_not_passed.items())
-    variant = rows[0].max_autotune_variant if rows else MAX_AUTOTUNE["cuda"]
-    lines += [
-        "",
-        CI_METHOD,
-        "",
-        speedup_line("torch.compile default", summary.vs_compile, len(rows)),
-        speedup_line("the best PASSED compile variant", summary.vs_best_compile, len(rows)),
-        speedup_line(
-            f"max-autotune ({variant}), where it PASSED", summary.vs_max_autotune, len(rows)
-        )
-        + " (goal >= 1.2)",
-        f"max-autotune did not pass on: {failed or 'none'}.",
-        f"Best at least as fast as the best compile variant: {summary.at_least_best_compile} of "
-        f"{summary.with_best_compile} problems.",
-        f"Fraction of roofline on memory-bound problems: {fractions or '-'} (goal >= 0.85).",
-    ]
-    return "\n".join(lines) + "\n"

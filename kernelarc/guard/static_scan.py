@@ -3,16 +3,31 @@
 Place in the flow: `static_rules.scan_solution` calls `scan_python_source` per `.py` source and
 `scan_source_paths` once; both return `Match`es naming a rule id of the catalogue. Names are
 resolved through the file's imports (`import torch as T` makes `T.cuda` mean `torch.cuda`) and
-simple assignments (`c = torch.cuda`), so aliasing does not hide a call.
+simple assignments (`c = torch.cuda`), so aliasing does not hide a call. The names and
+patterns each rule matches are the tables of `static_patterns.py`.
 """
 
 import ast
 import io
-import re
 import tokenize
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from kernelarc.guard.static_patterns import (
+    ATTRIBUTE_RULES,
+    BUILTIN_RULES,
+    CACHE_DECORATORS,
+    CONTAINER_CALLS,
+    ENV_WRITE_METHODS,
+    IDENTITY_ATTRS,
+    IDENTITY_CALLS,
+    QUALNAME_RULES,
+    RESERVED_FILES,
+    RESERVED_TOP_LEVEL,
+    SETTING_PREFIXES,
+    STORE_METHODS,
+    TOKEN_RULES,
+)
 from kernelarc.python_ast import parse_module
 from kernelarc.schema import SourceFile
 
@@ -31,149 +46,10 @@ class Match:
     """Set by path rules; empty means the file being scanned."""
 
 
-# Qualified names (after alias resolution) and the rule they trigger; a prefix matches itself
-# and anything below it (`subprocess` matches `subprocess.run`).
-_QUALNAME_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("KA-S001", ("sys.modules", "sys.meta_path", "sys.path_hooks", "sys.path_importer_cache",
-                 "sys.settrace", "sys.setprofile", "sys.addaudithook", "sys.argv",
-                 "sys.orig_argv", "sys.excepthook", "sys.path.insert", "sys.path.append",
-                 "sys.path.extend", "sys.path.remove", "sys.setrecursionlimit")),
-    ("KA-S002", ("builtins", "importlib", "imp", "pkgutil", "runpy")),
-    ("KA-S004", ("cupti", "torch.cuda.Event.elapsed_time")),
-    ("KA-S005", ("torch.manual_seed", "torch.seed", "torch.set_rng_state",
-                 "torch.random.manual_seed", "torch.random.seed", "torch.random.set_rng_state",
-                 "torch.cuda.manual_seed", "torch.cuda.manual_seed_all", "torch.cuda.seed",
-                 "torch.cuda.seed_all", "torch.cuda.set_rng_state",
-                 "torch.cuda.set_rng_state_all", "random.seed", "random.setstate",
-                 "numpy.random.seed", "numpy.random.set_state")),
-    ("KA-S006", ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "gc.callbacks")),
-    ("KA-S007", ("sys._getframe", "sys._current_frames", "inspect.currentframe",
-                 "inspect.stack", "inspect.getouterframes", "inspect.getframeinfo",
-                 "inspect.trace", "traceback.extract_stack", "traceback.walk_stack")),
-    ("KA-S008", ("threading", "_thread", "multiprocessing", "concurrent", "asyncio",
-                 "torch.multiprocessing", "torch.jit.fork", "torch.jit._fork", "os.fork",
-                 "os.forkpty", "os.register_at_fork", "sched")),
-    ("KA-S009", ("subprocess", "os.system", "os.popen", "os.execl", "os.execle", "os.execlp",
-                 "os.execlpe", "os.execv", "os.execve", "os.execvp", "os.execvpe", "os.spawnl",
-                 "os.spawnle", "os.spawnlp", "os.spawnlpe", "os.spawnv", "os.spawnve",
-                 "os.spawnvp", "os.spawnvpe", "os.posix_spawn", "os.posix_spawnp", "os.kill",
-                 "os.killpg", "os.abort", "os._exit", "pty", "signal", "atexit", "sys.exit")),
-    ("KA-S010", ("os.open", "os.read", "os.write", "os.dup", "os.dup2", "os.fdopen",
-                 "os.pipe", "os.remove", "os.unlink", "os.rename", "os.replace", "os.mkdir",
-                 "os.makedirs", "os.listdir", "os.scandir", "os.walk", "os.chdir", "os.symlink",
-                 "os.link", "os.truncate", "os.sendfile", "os.mkfifo", "os.rmdir",
-                 "os.removedirs", "io.open", "io.FileIO", "pathlib", "shutil", "tempfile",
-                 "pickle", "marshal", "shelve", "dill", "cloudpickle", "mmap", "glob",
-                 "fileinput", "sys.stdout", "sys.stderr", "sys.stdin", "sys.__stdout__",
-                 "sys.__stderr__", "sys.__stdin__", "torch.save", "torch.load",
-                 "torch.from_file", "torch.UntypedStorage.from_file", "numpy.load",
-                 "numpy.save", "numpy.savez", "numpy.fromfile", "numpy.memmap", "numpy.loadtxt",
-                 "numpy.savetxt", "safetensors", "h5py")),
-    ("KA-S011", ("socket", "urllib", "urllib3", "requests", "http", "httpx", "aiohttp",
-                 "ftplib", "smtplib", "ssl", "websocket", "websockets", "xmlrpc", "grpc",
-                 "telnetlib", "paramiko")),
-    ("KA-S012", ("ctypes", "_ctypes", "cffi", "cppyy", "zipimport", "torch.ops.load_library",
-                 "torch.classes.load_library")),
-    ("KA-S013", ("torch.utils.cpp_extension",)),
-    ("KA-S016", ("hashlib", "zlib", "xxhash", "mmh3", "binascii.crc32")),
-    ("KA-S017", ("_kernelarc_reference", "_reference")),
-    ("KA-S018", ("kernelarc", "sol_execbench")),
-    ("KA-S019", ("types.CodeType", "types.FunctionType", "code.interact")),
-    ("KA-S022", ("os.putenv", "os.unsetenv")),
-    ("KA-S033", ("time", "weakref", "os.environ", "os.getenv")),
-    ("KA-S034", ("torch.backends", "torch.set_float32_matmul_precision",
-                 "torch.set_default_dtype", "torch.set_default_device",
-                 "torch.use_deterministic_algorithms", "torch._dynamo.config",
-                 "torch._inductor.config", "torch.set_flush_denormal", "torch.set_num_threads")),
-)  # fmt: skip
-
-# Assignments under these prefixes are settings (flagged, KA-S034), not monkeypatching.
-_SETTING_PREFIXES = ("torch.backends", "torch._dynamo.config", "torch._inductor.config")
-
-# Builtins used by bare name (when the name is not imported or assigned in the file).
-_BUILTIN_RULES = {
-    "open": "KA-S010",
-    "input": "KA-S010",
-    "__import__": "KA-S002",
-    "__builtins__": "KA-S002",
-    "eval": "KA-S019",
-    "exec": "KA-S019",
-    "compile": "KA-S019",
-    "breakpoint": "KA-S019",
-    "exit": "KA-S009",
-    "quit": "KA-S009",
-}
-
-# Attribute names that matter whatever object they are read from.
-_ATTRIBUTE_RULES = {
-    "elapsed_time": "KA-S004",
-    "_getframe": "KA-S007",
-    "f_back": "KA-S007",
-    "f_globals": "KA-S007",
-    "f_locals": "KA-S007",
-    "f_builtins": "KA-S007",
-    "tb_frame": "KA-S007",
-    "gi_frame": "KA-S007",
-    "cr_frame": "KA-S007",
-    "ag_frame": "KA-S007",
-    "__loader__": "KA-S012",
-    "load_inline": "KA-S013",
-    "__code__": "KA-S020",
-    "__globals__": "KA-S020",
-    "__closure__": "KA-S020",
-    "__subclasses__": "KA-S020",
-    "__builtins__": "KA-S002",
-    "as_subclass": "KA-S021",
-    "_make_subclass": "KA-S021",
-    "_make_wrapper_subclass": "KA-S021",
-    "__torch_function__": "KA-S021",
-    "__torch_dispatch__": "KA-S021",
-    "data_ptr": "KA-S031",
-}
-
-# Token-level patterns over the source without comments and docstrings (other strings are kept,
-# so that getattr(x, "elapsed_time") is caught too).
-_TOKEN_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("KA-S001", re.compile(r"\bsys\s*\.\s*modules\b")),
-    ("KA-S002", re.compile(r"\b__import__\b|\b__builtins__\b")),
-    ("KA-S004", re.compile(r"\belapsed_time\b|\bcupti\b", re.IGNORECASE)),
-    ("KA-S006", re.compile(r"\bget_objects\b|\bget_referrers\b|\bget_referents\b")),
-    ("KA-S007", re.compile(r"\b_getframe\b|\bcurrentframe\b")),
-    ("KA-S012", re.compile(r"\b__loader__\b")),
-    ("KA-S013", re.compile(r"\bload_inline\b|\bcpp_extension\b")),
-    ("KA-S017", re.compile(
-        r"\b_kernelarc_reference\b|\b_reference\.py\b|definition\.json|workload\.jsonl"
-        r"|\bresult\.json\b|\brequest\.json\b|\bsolution\.json\b")),
-)  # fmt: skip
-
-_CACHE_DECORATORS = ("functools.cache", "functools.lru_cache", "functools.cached_property")
-_IDENTITY_CALLS = frozenset({"id", "hash"})
-_IDENTITY_ATTRS = frozenset({"data_ptr", "untyped_storage", "storage", "_cdata", "_version"})
-_CONTAINER_CALLS = frozenset(
-    {"dict", "list", "set", "OrderedDict", "defaultdict", "deque", "WeakKeyDictionary",
-     "WeakValueDictionary", "Counter", "ChainMap"}
-)  # fmt: skip
-_STORE_METHODS = frozenset(
-    {"get", "setdefault", "pop", "update", "append", "add", "insert", "__setitem__",
-     "__getitem__", "__contains__"}
-)  # fmt: skip
-_ENV_WRITE_METHODS = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__setitem__"})
-
-_RESERVED_FILES = frozenset(
-    {"definition.json", "workload.jsonl", "solution.json", "config.json", "eval_driver.py",
-     "build_ext.py", "_reference.py", "request.json", "result.json", "sitecustomize.py",
-     "usercustomize.py"}
-)  # fmt: skip
-_RESERVED_TOP_LEVEL = frozenset(
-    {"kernelarc", "sol_execbench", "torch", "triton", "numpy", "safetensors",
-     "_kernelarc_reference", "_reference", "cupti"}
-)  # fmt: skip
-
-
 def qualname_rule(qualname: str) -> str | None:
     """The rule a resolved dotted name triggers, if any (the most specific prefix wins)."""
     best: tuple[int, str] | None = None
-    for rule, prefixes in _QUALNAME_RULES:
+    for rule, prefixes in QUALNAME_RULES:
         for prefix in prefixes:
             if (qualname == prefix or qualname.startswith(prefix + ".")) and (
                 best is None or len(prefix) > best[0]
@@ -190,10 +66,10 @@ def scan_source_paths(sources: Iterable[SourceFile]) -> list[Match]:
         name = parts[-1]
         top = parts[0].removesuffix(".py")
         if (
-            name in _RESERVED_FILES
+            name in RESERVED_FILES
             or name.endswith(".pth")
             or name.startswith("benchmark_kernel")
-            or top in _RESERVED_TOP_LEVEL
+            or top in RESERVED_TOP_LEVEL
         ):
             found.append(Match("KA-S023", 0, f"source path {source.path!r}", path=source.path))
     return found
@@ -242,7 +118,7 @@ def _code_tokens(text: str, skip_string_lines: frozenset[int]) -> Iterator[tuple
 
 def _token_matches(text: str, skip_string_lines: frozenset[int]) -> Iterator[Match]:
     for line, chunk in _code_tokens(text, skip_string_lines):
-        for rule, pattern in _TOKEN_RULES:
+        for rule, pattern in TOKEN_RULES:
             found = pattern.search(chunk)
             if found:
                 yield Match(rule, line, f"`{found.group(0)}`")
@@ -270,7 +146,7 @@ def _is_container(node: ast.expr) -> bool:
     if isinstance(node, ast.Call):
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        return name in _CONTAINER_CALLS
+        return name in CONTAINER_CALLS
     return False
 
 
@@ -308,11 +184,11 @@ class _Visitor(ast.NodeVisitor):
         for sub in ast.walk(node):
             if isinstance(sub, ast.Call):
                 func = sub.func
-                if isinstance(func, ast.Name) and func.id in _IDENTITY_CALLS:
+                if isinstance(func, ast.Name) and func.id in IDENTITY_CALLS:
                     return True
-                if isinstance(func, ast.Attribute) and func.attr in _IDENTITY_ATTRS:
+                if isinstance(func, ast.Attribute) and func.attr in IDENTITY_ATTRS:
                     return True
-            if isinstance(sub, ast.Attribute) and sub.attr in _IDENTITY_ATTRS:
+            if isinstance(sub, ast.Attribute) and sub.attr in IDENTITY_ATTRS:
                 return True
             if isinstance(sub, ast.Name) and sub.id in self.tainted:
                 return True
@@ -342,7 +218,7 @@ class _Visitor(ast.NodeVisitor):
     # --- references --------------------------------------------------------------------------
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        rule = _ATTRIBUTE_RULES.get(node.attr)
+        rule = ATTRIBUTE_RULES.get(node.attr)
         if rule is not None:
             self._hit(rule, node, f"`.{node.attr}`")
         qualname = self._resolve(node)
@@ -354,8 +230,8 @@ class _Visitor(ast.NodeVisitor):
         if node.id in self.aliases:
             if isinstance(node.ctx, ast.Load):
                 self._check_qualname(self.aliases[node.id], node)
-        elif node.id in _BUILTIN_RULES:
-            self._hit(_BUILTIN_RULES[node.id], node, f"`{node.id}`")
+        elif node.id in BUILTIN_RULES:
+            self._hit(BUILTIN_RULES[node.id], node, f"`{node.id}`")
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
@@ -363,12 +239,12 @@ class _Visitor(ast.NodeVisitor):
             self._check_patch_target(node.args[0], node, via=func.id)
         if isinstance(func, ast.Attribute):
             owner = self._resolve(func.value)
-            if owner == "os.environ" and func.attr in _ENV_WRITE_METHODS:
+            if owner == "os.environ" and func.attr in ENV_WRITE_METHODS:
                 self._hit("KA-S022", node, f"`os.environ.{func.attr}`")
             if (
                 isinstance(func.value, ast.Name)
                 and func.value.id in self.containers
-                and func.attr in _STORE_METHODS
+                and func.attr in STORE_METHODS
                 and any(self._has_identity(arg) for arg in node.args)
             ):
                 self._hit("KA-S015", node, f"`{func.value.id}.{func.attr}(<tensor identity>)`")
@@ -404,7 +280,7 @@ class _Visitor(ast.NodeVisitor):
             return
         if qualname == "os.environ" and isinstance(target, ast.Subscript):
             self._hit("KA-S022", node, "`os.environ[...]` written")
-        elif qualname.startswith(_SETTING_PREFIXES):
+        elif qualname.startswith(SETTING_PREFIXES):
             self._hit("KA-S034", node, f"`{qualname}` set")
         elif isinstance(target, ast.Attribute) or via != "assign":
             self._hit("KA-S003", node, f"{via} on `{qualname}`")
@@ -443,10 +319,10 @@ class _Visitor(ast.NodeVisitor):
     def _is_cache_call(self, node: ast.expr) -> bool:
         while isinstance(node, ast.Call):
             qualname = self._resolve(node.func)
-            if qualname in _CACHE_DECORATORS:
+            if qualname in CACHE_DECORATORS:
                 return True
             node = node.func
-        return self._resolve(node) in _CACHE_DECORATORS
+        return self._resolve(node) in CACHE_DECORATORS
 
     def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         for decorator in node.decorator_list:

@@ -15,7 +15,8 @@ the reference as fallback (`solution_source`).
 from collections import Counter
 from dataclasses import dataclass
 
-from kernelarc.kernelgen.graph_ir import MATMUL_TARGETS, GenerationError, build_graph
+from kernelarc.kernelgen.graph_build import build_graph
+from kernelarc.kernelgen.graph_ir import MATMUL_TARGETS, GenerationError
 from kernelarc.kernelgen.knobs import (
     COLUMN_KNOBS,
     GEMM_KNOBS,

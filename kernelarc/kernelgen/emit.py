@@ -13,9 +13,10 @@ one loop: a max and the sum of exp(x - max) (online softmax), and a Welford pair
 the M2 of a variance: per lane a running mean and M2 updated with 1/k of the k-th chunk, lanes
 merged with `_kg_welford`), so a looped norm reads its rows twice (statistics, stores) and a
 softmax twice too. On a whole-rows tile the Welford pair is the exact two-pass formula in
-registers (one load). `KernelSource.passes` counts the reads of the rows. The column plan
-(`Space.column`: a reduction over a dim that is not the innermost) is the same code over other
-index variables: XBLOCK contiguous columns of one `yindex` per program, RBLOCK rows per step.
+registers (one load); which reductions pair up, and each op's spelling, are `reduce_code.py`'s.
+`KernelSource.passes` counts the reads of the rows. The column plan (`Space.column`: a
+reduction over a dim that is not the innermost) is the same code over other index variables:
+XBLOCK contiguous columns of one `yindex` per program, RBLOCK rows per step.
 """
 
 from dataclasses import replace
@@ -25,18 +26,17 @@ from kernelarc.kernelgen.graph_ir import WELFORD_OPS, Graph, Kind, Node, Ref
 from kernelarc.kernelgen.index_expr import flat_index
 from kernelarc.kernelgen.kernel_types import Buffer, KernelSource, Launch, NeedMaterialize
 from kernelarc.kernelgen.pointwise_ops import TL_DTYPE, compute_dtype, to_storage
+from kernelarc.kernelgen.reduce_code import (
+    REDUCER,
+    accumulator_dtype,
+    combine,
+    identity,
+    online_pairs,
+    reduce_input,
+    welford_groups,
+)
 from kernelarc.kernelgen.space import CODE_NAMES, R_NAME, X_NAME, Space
 from kernelarc.kernelgen.values import INT32_LIMIT, Index, Scope, Val, ValueEmitter, as_dtype
-
-_INT_BITS = {"int8": 7, "int16": 15, "int32": 31, "int64": 63}
-_REDUCER = {
-    "sum": "tl.sum({t}, 1)",
-    "any": "tl.max({t}, 1)",
-    "max": "tl.max({t}, 1)",
-    "all": "tl.min({t}, 1)",
-    "min": "tl.min({t}, 1)",
-    "prod": "tl.reduce({t}, 1, _kg_mul)",
-}
 
 
 class KernelEmitter(ValueEmitter):
@@ -78,7 +78,7 @@ class KernelEmitter(ValueEmitter):
         if arg and not self.launch.persistent and not self.space.column:
             self.launch = _whole_rows(self.launch, self.space, order[0])
         if self.launch.persistent or not self.space.is_reduction:
-            groups = self._welford_groups(order)
+            groups = welford_groups(self.graph, order)
             for name in order:
                 node = self.graph.node(name)
                 if node.reduce_op in WELFORD_OPS:
@@ -127,8 +127,8 @@ class KernelEmitter(ValueEmitter):
 
     # -- reductions --------------------------------------------------------------------------
     def _emit_looped(self, order: list[str], targets: list[tuple[Ref, Index]]) -> None:
-        online = self._online_pairs(order)
-        groups = self._welford_groups(order)
+        online = online_pairs(self.graph, order)
+        groups = welford_groups(self.graph, order)
         for name in order:
             node = self.graph.node(name)
             if name in online.values() or name in self._reduced:
@@ -143,16 +143,14 @@ class KernelEmitter(ValueEmitter):
                 self._emit_looped_arg(node)
                 continue
             acc = f"acc_{len(self._reduced)}"
-            acc_dtype = _acc_dtype(node)
-            ident = _identity(node.reduce_op, acc_dtype)
+            acc_dtype = accumulator_dtype(node)
+            ident = identity(node.reduce_op, acc_dtype)
             self.kernel.lines.append(
                 f"{acc} = tl.full([XBLOCK, RBLOCK], {ident}, {TL_DTYPE[acc_dtype]})"
             )
             self._open_loop()
             source = self.value(node.args[0], self.space.full_index())
-            combined = _combine(
-                node.reduce_op, acc, _reduce_input(node.reduce_op, source, acc_dtype)
-            )
+            combined = combine(node.reduce_op, acc, reduce_input(node.reduce_op, source, acc_dtype))
             assert self.loop is not None
             self.loop.lines.append(f"{acc} = tl.where(xmask & rmask, {combined}, {acc})")
             self._close_loop()
@@ -167,46 +165,11 @@ class KernelEmitter(ValueEmitter):
                 self._store(ref, index)
             self._close_loop()
 
-    def _online_pairs(self, order: list[str]) -> dict[str, str]:
-        """max -> sum pairs where the sum reduces exp(x - max) of the max's own source x (every
-        softmax, log-softmax and logsumexp): both are then computed in one loop, with the sum
-        rescaled whenever the running max grows, so a looped softmax reads its rows twice (this
-        loop and the stores), not three times."""
-        pairs: dict[str, str] = {}
-        for name in order:
-            node = self.graph.node(name)
-            if node.reduce_op != "sum" or _acc_dtype(node) not in ("float32", "float64"):
-                continue
-            exp = self.graph.node(node.args[0])
-            if exp.kind != Kind.POINTWISE or exp.target != "aten.exp.default":
-                continue
-            sub = self.graph.node(exp.args[0])
-            if sub.kind != Kind.POINTWISE or sub.target != "aten.sub.Tensor" or sub.kwargs:
-                continue
-            if not isinstance(sub.args[1], Ref):
-                continue
-            found = self.graph.node(self._through_views(sub.args[1]))
-            if (
-                found.name in order
-                and found.name not in pairs
-                and found.reduce_op == "max"
-                and found.dims == node.dims
-                and found.args[0] == sub.args[0]
-                and _acc_dtype(found) == _acc_dtype(node)
-            ):
-                pairs[found.name] = name
-        return pairs
-
-    def _through_views(self, ref: Ref) -> str:
-        node = self.graph.node(ref)
-        while node.kind == Kind.VIEW:
-            node = self.graph.node(node.args[0])
-        return node.name
-
     def _emit_online(self, max_node: Node, sum_node: Node) -> None:
-        """One loop for a max and the sum of exp(x - max) (see `_online_pairs`). Lanes keep a
-        running max and a sum relative to it; a lane that has seen only -inf keeps 0."""
-        dtype = _acc_dtype(max_node)
+        """One loop for a max and the sum of exp(x - max) (see `reduce_code.online_pairs`).
+        Lanes keep a running max and a sum relative to it; a lane that has seen only -inf keeps
+        0."""
+        dtype = accumulator_dtype(max_node)
         tl_dtype = TL_DTYPE[dtype]
         m, acc = f"acc_{len(self._reduced)}", f"acc_{len(self._reduced)}s"
         self.kernel.lines.append(f'{m} = tl.full([XBLOCK, RBLOCK], float("-inf"), {tl_dtype})')
@@ -230,15 +193,6 @@ class KernelEmitter(ValueEmitter):
         scaled = f'tl.where({m} == float("-inf"), 0.0, {acc} * tl.exp({m} - {row}))'
         self._reduced[sum_node.name] = self._finish(sum_node, Val(scaled, dtype))
 
-    def _welford_groups(self, order: list[str]) -> dict[str, list[Node]]:
-        """Welford node -> every Welford node of the same source and dims (one computation)."""
-        by_rows: dict[tuple[Ref, tuple[int, ...]], list[Node]] = {}
-        for name in order:
-            node = self.graph.node(name)
-            if node.reduce_op in WELFORD_OPS:
-                by_rows.setdefault((node.args[0], node.dims), []).append(node)
-        return {node.name: group for group in by_rows.values() for node in group}
-
     def _set_welford(self, group: list[Node], mean: Val, m2: Val) -> None:
         rows = frozenset({X_NAME})
         for node in group:
@@ -250,7 +204,7 @@ class KernelEmitter(ValueEmitter):
         """Mean and M2 of whole rows in one tile: sum / n, then the squared deviations from
         it (in registers: the rows are loaded once)."""
         node = group[0]
-        dtype = _acc_dtype(node)
+        dtype = accumulator_dtype(node)
         source = as_dtype(self.value(node.args[0], self.space.full_index()), dtype)
         tile, rows = frozenset({X_NAME, R_NAME}), frozenset({X_NAME})
         x = self.assign(f"tl.where(xmask & rmask, {source}, 0)", dtype, tile)
@@ -265,7 +219,7 @@ class KernelEmitter(ValueEmitter):
         masked lanes keep their state), so its count after chunk k is k: one reciprocal per
         chunk, no per-element division. The lanes' (mean, M2, count) then merge in a tree."""
         node = group[0]
-        dtype = _acc_dtype(node)
+        dtype = accumulator_dtype(node)
         tl_dtype = TL_DTYPE[dtype]
         m = f"acc_{len(self._reduced)}"
         self.kernel.lines.append(f"{m} = tl.full([XBLOCK, RBLOCK], 0, {tl_dtype})")
@@ -302,7 +256,7 @@ class KernelEmitter(ValueEmitter):
         better = ">" if node.reduce_op == "argmax" else "<"
         combine = "_kg_max" if node.reduce_op == "argmax" else "_kg_min"
         v, i = f"acc_{len(self._reduced)}", f"acc_{len(self._reduced)}i"
-        ident = _identity(node.reduce_op, "float32")
+        ident = identity(node.reduce_op, "float32")
         self.kernel.lines.append(f"{v} = tl.full([XBLOCK, RBLOCK], {ident}, tl.float32)")
         self.kernel.lines.append(f"{i} = tl.full([XBLOCK, RBLOCK], 0, tl.int64)")
         self._open_loop()
@@ -344,9 +298,9 @@ class KernelEmitter(ValueEmitter):
         self.loop_vars = frozenset()
 
     def _reduce_tile(self, node: Node, source: Val) -> Val:
-        acc_dtype = _acc_dtype(node)
-        ident = _identity(node.reduce_op, acc_dtype)
-        value = _reduce_input(node.reduce_op, source, acc_dtype)
+        acc_dtype = accumulator_dtype(node)
+        ident = identity(node.reduce_op, acc_dtype)
+        value = reduce_input(node.reduce_op, source, acc_dtype)
         tile = self.assign(
             f"tl.where(xmask & rmask, {value}, {ident})", acc_dtype, frozenset({X_NAME, R_NAME})
         )
@@ -358,7 +312,7 @@ class KernelEmitter(ValueEmitter):
         rows = frozenset({X_NAME})
         if op in ("argmax", "argmin"):
             return self.assign(f"tl.{op}({tile.code}, 1)[:, None].to(tl.int64)", "int64", rows)
-        expr = _REDUCER[op].format(t=tile.code) + "[:, None]"
+        expr = REDUCER[op].format(t=tile.code) + "[:, None]"
         if op in ("any", "all"):
             return self.assign(f"({expr} != 0)", "bool", rows)
         out_dtype = compute_dtype(node.meta.dtype)
@@ -435,40 +389,3 @@ def _whole_rows(launch: Launch, space: Space, node: str) -> Launch:
         raise NeedMaterialize(node, f"an arg-reduction over rows of {space.rnumel} elements")
     xblock = max(1, min(launch.xblock, 8192 // row))
     return replace(launch, rblock=row, xblock=xblock, persistent=True)
-
-
-def _identity(op: str, dtype: str) -> str:
-    """The neutral value of a reduction in the accumulator's dtype."""
-    if op in ("sum", "any"):
-        return "0"
-    if op in ("prod", "all"):
-        return "1"
-    if dtype in _INT_BITS:
-        bits = _INT_BITS[dtype]
-        return str(-(2**bits)) if op in ("max", "argmax") else str(2**bits - 1)
-    return 'float("-inf")' if op in ("max", "argmax") else 'float("inf")'
-
-
-def _acc_dtype(node: Node) -> str:
-    if node.reduce_op in ("any", "all"):
-        return "int32"
-    if node.reduce_op in ("argmax", "argmin"):
-        return "float32"
-    return compute_dtype(node.meta.dtype)
-
-
-def _reduce_input(op: str, source: Val, acc_dtype: str) -> str:
-    """What a reduction accumulates: the value itself, or 0/1 for any/all."""
-    if op in ("any", "all"):
-        return f"({source.code} != 0).to(tl.int32)"
-    return as_dtype(source, acc_dtype)
-
-
-def _combine(op: str, acc: str, value: str) -> str:
-    if op == "sum":
-        return f"{acc} + {value}"
-    if op == "prod":
-        return f"{acc} * {value}"
-    if op in ("max", "any"):
-        return f"_kg_max({acc}, {value})"
-    return f"_kg_min({acc}, {value})"

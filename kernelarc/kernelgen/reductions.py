@@ -1,6 +1,6 @@
 """Lowering of ATen reductions to the generator's primitive `reduce.<op>` nodes.
 
-Place in the flow: `graph_ir.build_graph` calls `lower_reduction` for every node; a reduction
+Place in the flow: `graph_build.build_graph` calls `lower_reduction` for every node; a reduction
 becomes one or two primitive reductions (reduced dims kept as size 1), pointwise nodes for the
 arithmetic around them (`mean` divides a sum) and a squeeze when the op drops the dims. Returns
 the edge(s) that replace the node's output(s).

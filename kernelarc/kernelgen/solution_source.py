@@ -25,8 +25,8 @@ from kernelarc.kernelgen.graph_ir import (
     Ref,
 )
 from kernelarc.kernelgen.kernel_types import buffer_key
-from kernelarc.kernelgen.pointwise_ops import HELPERS
 from kernelarc.kernelgen.schedule import ExternStep, KernelStep, Schedule
+from kernelarc.kernelgen.triton_helpers import HELPERS
 from kernelarc.python_ast import parse_module
 from kernelarc.schema import Definition
 

@@ -1,7 +1,7 @@
 """Split reductions: a reduction with few outputs and long rows becomes two reductions.
 
 Place in the flow: `kernelgen.generate` runs `split_reductions` on every lowered graph (after
-`graph_ir.build_graph`, before `schedule.schedule_graph`). A reduction kernel runs one program
+`graph_build.build_graph`, before `schedule.schedule_graph`). A reduction kernel runs one program
 per few output rows, so a reduction to a handful of values (a loss to a scalar, BatchNorm's
 per-channel statistics over (N, H, W), a global max) occupies a handful of SMs however long its
 rows are. As Inductor does, such a reduction over R elements per output is rewritten into

@@ -14,8 +14,8 @@ Follows the official packager's rules (design/sol-execbench.md §1.3, §2.2):
 
 The build (`torch.utils.cpp_extension.load`, which also imports the result once) runs in a child
 process in its own session with a timeout; on timeout, and after a normal exit, every process of
-that session is killed, ninja's compilers included (ninja puts them in process groups of their
-own). Every failure is a `BuildError` whose text ends with the head and tail of the compiler log.
+that session is killed, ninja's compilers included (`build_session.py`). Every failure is a
+`BuildError` whose text ends with the head and tail of the compiler log.
 `plan_build` computes the name and target without building (the judge's build step,
 `build_step.py`, checks a prebuilt copy against it); `run_build` builds.
 
@@ -24,22 +24,19 @@ a cold build of `torch/extension.h` alone takes ~35 s on a CPU host, and CUTLASS
 two gencode targets took most of 127 s on an H200 host.
 """
 
-import contextlib
 import hashlib
 import importlib.machinery
 import importlib.util
 import json
 import os
-import signal
-import subprocess
 import sys
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from types import ModuleType
 from typing import Literal
 
+from kernelarc.runner.build_session import run_in_session
 from kernelarc.schema import CompileOptions, Solution, TargetHardware
 from kernelarc.schema.solution import CPP_LANGUAGES
 
@@ -338,31 +335,12 @@ def clip_log(text: str, head: int = LOG_HEAD_CHARS, tail: int = LOG_TAIL_CHARS) 
 
 
 def _run_child(request_path: Path, log_path: Path, cwd: Path, timeout_s: float) -> None:
-    # Output goes to a file, not a pipe: a compiler left behind must not keep a pipe open.
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-P", str(_CHILD), str(request_path)],
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            code = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill_session(proc.pid)
-            proc.wait()
-            text = clip_log(_read_log(log_path))
-            msg = f"build timed out after {timeout_s:g} s (build_timeout_s); its processes killed"
-            raise BuildError(msg, text) from None
-        except BaseException:
-            _kill_session(proc.pid)
-            proc.wait()
-            raise
-    # Also after a normal exit: nothing the build started (a daemon of a static constructor run
-    # by the import check) may outlive it and change the shared object afterwards.
-    _kill_session(proc.pid)
+    argv = [sys.executable, "-P", str(_CHILD), str(request_path)]
+    code = run_in_session(argv, log_path, cwd, timeout_s)
+    if code is None:
+        text = clip_log(_read_log(log_path))
+        msg = f"build timed out after {timeout_s:g} s (build_timeout_s); its processes killed"
+        raise BuildError(msg, text)
     if code != 0:
         text = clip_log(_read_log(log_path))
         msg = f"build failed (exit status {code})"
@@ -374,36 +352,3 @@ def _read_log(path: Path) -> str:
         return path.read_text(encoding="utf-8", errors="replace").strip()
     except OSError:
         return ""
-
-
-def _session_members(sid: int) -> list[int]:
-    """Pids of the live processes in session `sid` (Linux /proc)."""
-    pids: list[int] = []
-    try:
-        entries = [e.name for e in Path("/proc").iterdir() if e.name.isdigit()]
-    except OSError:
-        return pids
-    for entry in entries:
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        # Fields after the parenthesised command: state ppid pgrp session ...
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 3 and fields[3] == str(sid) and fields[0] != "Z":
-            pids.append(int(entry))
-    return pids
-
-
-def _kill_session(sid: int) -> None:
-    """SIGKILL the child's process group, then every process left in its session."""
-    with contextlib.suppress(OSError):
-        os.killpg(sid, signal.SIGKILL)
-    for _ in range(50):
-        members = [pid for pid in _session_members(sid) if pid != os.getpid()]
-        if not members:
-            return
-        for pid in members:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.05)

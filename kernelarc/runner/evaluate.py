@@ -23,62 +23,40 @@ Statuses decided here beyond the official flow: an input the solution changed al
 reference leaves it unchanged is INCORRECT_NUMERICAL (its observable result differs from the
 reference's); a worker payload that `torch.load(weights_only=True)` refuses, or outputs whose
 types contradict the worker's own report, are REWARD_HACK (an honest worker never sends them).
+Each round's call and those checks are `verified_call.py`'s; this module is the workload's flow.
 """
 
 import functools
 import logging
-import random
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
-
-import torch
 
 from kernelarc.runner.build_step import build_before_workloads
-from kernelarc.runner.channel import ChannelError, WorkerReply, unpack_values
-from kernelarc.runner.correctness import (
-    WorstErrors,
-    compare,
-    find_lazy_output,
-    type_mismatch,
-)
-from kernelarc.runner.cuda_ipc import sharing_supported
 from kernelarc.runner.environment import describe_environment
-from kernelarc.runner.hack_checks import implausible_latency, thread_injection
+from kernelarc.runner.hack_checks import implausible_latency
 from kernelarc.runner.hang_deadline import WorkloadClock
 from kernelarc.runner.inputs import CustomFn, Value
 from kernelarc.runner.interleaved import SpeedupInterval
 from kernelarc.runner.interleaved_session import time_interleaved
 from kernelarc.runner.jit_warmup import warm_jit_caches
 from kernelarc.runner.judge_state import Fn, Judge, Stop, Tally, stop
-from kernelarc.runner.memory_limit import (
-    allocation_failure,
-    worker_killed_note,
-    worker_out_of_memory,
-)
+from kernelarc.runner.memory_limit import worker_killed_note
 from kernelarc.runner.outcome import Outcome, exception_log, make_trace
 from kernelarc.runner.phase_times import PhaseTimes
-from kernelarc.runner.reference_side import (
-    generate,
-    import_allowance_s,
-    run_reference,
-    time_reference,
-)
+from kernelarc.runner.reference_side import generate, import_allowance_s, time_reference
 from kernelarc.runner.run_facts import RunFacts
 from kernelarc.runner.staging import load_reference
 from kernelarc.runner.stream_order import StreamCursor, evaluation_order
 from kernelarc.runner.timing import timing_method
+from kernelarc.runner.verified_call import check_probes, ensure_worker, probe, verified_call
 from kernelarc.runner.worker import worker_main
-from kernelarc.runner.worker_client import RunResult, WorkerClient, WorkerDied, WorkerTimedOut
+from kernelarc.runner.worker_client import WorkerDied, WorkerTimedOut
 from kernelarc.runner.zygote import Zygote
 from kernelarc.schema import EvalRequest, EvalStatus, Performance, Trace, Workload
 
 logger = logging.getLogger(__name__)
 
-_PROBE_SEED_STEP = 7919
-_PLAIN_TENSOR = "torch.Tensor"
 _TIMING_METHODS = frozenset({"cupti", "cuda_events", "cpu_monotonic"})
 
 
@@ -169,32 +147,6 @@ def _evaluate_guarded(judge: Judge, index: int, workload: Workload) -> Outcome:
         return Outcome(EvalStatus.RUNTIME_ERROR, log)
 
 
-def _ensure_worker(judge: Judge) -> WorkerClient:
-    assert judge.clock is not None
-    if judge.worker is not None:
-        judge.worker.budget = judge.clock.budget
-        return judge.worker
-    judge.phase = "start (import)"
-    share = judge.request.device == "cuda" and judge.share_cuda and sharing_supported()
-    judge.clock.worker_started()
-    logger.info("starting a solution worker")
-    with judge.facts.stage("worker_start"):
-        judge.worker = WorkerClient(judge.zygote, share_cuda=share)
-        judge.worker.budget = judge.clock.budget
-        ready = judge.worker.wait_ready()
-    if ready.kind == "import_error":
-        judge.fatal = Outcome(EvalStatus.RUNTIME_ERROR, f"solution failed to import\n{ready.error}")
-    elif ready.kind == "compile_error":
-        judge.fatal = Outcome(EvalStatus.COMPILE_ERROR, ready.error)
-    elif ready.tampered:
-        log = f"monkey-patched at import: {', '.join(ready.tampered)}"
-        judge.fatal = Outcome(EvalStatus.REWARD_HACK, log)
-    if judge.fatal is not None:
-        judge.discard_worker()
-        raise Stop(judge.fatal)
-    return judge.worker
-
-
 def _evaluate_workload(judge: Judge, index: int, workload: Workload) -> Outcome:
     req = judge.request
     assert judge.clock is not None
@@ -202,7 +154,7 @@ def _evaluate_workload(judge: Judge, index: int, workload: Workload) -> Outcome:
     judge.oom.reset()
     times = judge.times = PhaseTimes()
     with times.phase("worker start"):
-        worker = _ensure_worker(judge)
+        worker = ensure_worker(judge)
     tally = Tally()
     inputs: list[Value] = []
     last = req.correctness_rounds - 1
@@ -213,21 +165,21 @@ def _evaluate_workload(judge: Judge, index: int, workload: Workload) -> Outcome:
         if req.checked_rounds == "last" and round_index < last:
             continue  # drawn for the stream; a screen compared this round on the same inputs
         with judge.facts.stage("correctness"):
-            run = _verified_call(judge, worker, index, workload, inputs, tally)
-        worker = _ensure_worker(judge)  # a fresh one when IPC failed its first call
+            run = verified_call(judge, worker, index, workload, inputs, tally)
+        worker = ensure_worker(judge)  # a fresh one when IPC failed its first call
         reply = run.reply
         if tally.base_threads is None:
             tally.base_threads = (reply.threads_started, reply.threads_alive)
     judge.phase = "timing"
     with times.phase("candidate timing"), judge.facts.stage("timing"):
         timed = worker.time(req.timing)
-    _check_probes(judge, timed, tally)
+    check_probes(judge, timed, tally)
     if timed.error:
         raise stop(EvalStatus.RUNTIME_ERROR, timed.error)
     with times.phase("reference timing"), judge.facts.stage("reference_timing"):
         reference_latency, notes = time_reference(judge, inputs)
     judge.phase = "timing probe"
-    _probe(judge, worker, index, workload, tally)
+    probe(judge, worker, index, workload, tally)
     observed_s, transfer_s = min(tally.warm)
     logger.info(
         "timing check: claimed %.4g ms, verified calls took >= %.4g ms (transfer %.4g ms, %s)",
@@ -246,7 +198,7 @@ def _evaluate_workload(judge: Judge, index: int, workload: Workload) -> Outcome:
         judge.phase = "interleaved timing"
         with times.phase("interleaved timing"), judge.facts.stage("interleaved_timing"):
             interval, interleave_note = time_interleaved(
-                judge, worker, inputs, clock, functools.partial(_check_probes, judge, tally=tally)
+                judge, worker, inputs, clock, functools.partial(check_probes, judge, tally=tally)
             )
         if interval is not None:
             _check_plausible(interval.solution_ms, observed_s, transfer_s)
@@ -285,142 +237,3 @@ def _interval_fields(interval: SpeedupInterval | None) -> dict[str, float | str]
         "speedup_ci_high": interval.high,
         "speedup_ci_method": interval.method,
     }
-
-
-def _probe(
-    judge: Judge, worker: WorkerClient, index: int, workload: Workload, tally: Tally
-) -> None:
-    """One more verified call on fresh inputs from a forked RNG (the request's stream stays)."""
-    req = judge.request
-    devices = [torch.cuda.current_device()] if req.device == "cuda" else []
-    python_state = random.getstate()
-    with torch.random.fork_rng(devices=devices):
-        seed = req.seed + _PROBE_SEED_STEP * (index + 1)
-        torch.manual_seed(seed)
-        random.seed(seed)
-        try:
-            with judge.times.phase("inputs"):
-                inputs = generate(judge, workload)
-            with judge.facts.stage("correctness"):
-                _verified_call(judge, worker, index, workload, inputs, tally)
-        finally:
-            random.setstate(python_state)
-
-
-def _check_probes(judge: Judge, reply: WorkerReply, tally: Tally) -> None:
-    """REWARD_HACK (Stop) when the reply shows patched functions or injected threads."""
-    if reply.tampered:
-        log = f"{judge.phase}: monkey-patched: {', '.join(reply.tampered)}"
-        raise stop(EvalStatus.REWARD_HACK, log)
-    if tally.base_threads is not None:
-        injected = thread_injection(reply.threads_started, reply.threads_alive, *tally.base_threads)
-        if injected is not None:
-            raise stop(EvalStatus.REWARD_HACK, f"{judge.phase}: {injected}")
-
-
-def _verified_call(
-    judge: Judge,
-    worker: WorkerClient,
-    index: int,
-    workload: Workload,
-    inputs: list[Value],
-    tally: Tally,
-) -> RunResult:
-    """Reference and candidate on the same inputs; raises Stop unless the outputs match."""
-    req = judge.request
-    times = judge.times
-    with times.phase("reference"):
-        refs, ref_changed = run_reference(judge, inputs)
-    max_blob = 4 * sum(r.nbytes for r in refs) + (16 << 20)
-    with times.phase("candidate calls (with transfers)"):
-        run = _run_call(judge, worker, index, inputs, max_blob)
-    reply = run.reply
-    _check_probes(judge, reply, tally)
-    if reply.error:
-        note = f"\n{worker_out_of_memory(req)}" if allocation_failure(reply.error) else ""
-        raise stop(EvalStatus.RUNTIME_ERROR, f"{judge.phase}: {reply.error}{note}")
-    names = list(req.definition.outputs)
-    for name, kind in zip(names, reply.output_types, strict=False):
-        if kind != _PLAIN_TENSOR:
-            log = f"lazy or subclass output: output {name!r} is a {kind}, not a plain torch.Tensor"
-            raise stop(EvalStatus.REWARD_HACK, log)
-    started = time.thread_time()
-    with times.phase("outputs received"):
-        outputs = _load_outputs(run, req.device, names)
-    if tally.base_threads is not None:
-        # Wall time, or the worker's CPU time when smaller (a loaded host delays the worker's
-        # wake-ups, not its CPU use): the evidence the work took at least this long.
-        observed = run.round_trip_s if run.cpu_s is None else min(run.round_trip_s, run.cpu_s)
-        transfer = run.pack_s + run.unpack_s + time.thread_time() - started
-        tally.warm.append((observed, transfer))
-    with times.phase("comparison"):
-        _check_outputs(judge, workload, outputs, refs, tally.worst)
-    changed = [
-        n for n in reply.mutated_inputs if n in req.definition.inputs and n not in ref_changed
-    ]
-    if changed:
-        log = (
-            f"{judge.phase}: the solution modified input(s) {changed}, which the reference "
-            "leaves unchanged"
-        )
-        raise stop(EvalStatus.INCORRECT_NUMERICAL, log, tally.worst)
-    return run
-
-
-def _run_call(
-    judge: Judge, worker: WorkerClient, index: int, inputs: list[Value], max_blob: int
-) -> RunResult:
-    """One call; if the first call with IPC-shared values kills the worker, CUDA IPC is taken to
-    be broken on this machine: it is turned off and the call repeated by copy in a fresh worker.
-    (A candidate that dies on purpose gains nothing: it dies again on the copy.)"""
-    shared = worker.share_cuda
-    try:
-        run = worker.run(index, inputs, max_blob)
-    except WorkerDied:
-        if not shared or judge.sharing_proven:
-            raise
-        how = judge.discard_worker()
-        judge.share_cuda = False
-        judge.sharing_note = (
-            f"CUDA IPC turned off: the first worker given shared inputs {how}; values go by copy"
-        )
-        logger.warning("%s", judge.sharing_note)
-        return _ensure_worker(judge).run(index, inputs, max_blob)
-    if shared and worker.share_cuda:
-        judge.sharing_proven = True
-    return run
-
-
-def _load_outputs(run: RunResult, device: str, names: list[str]) -> list[Value]:
-    try:
-        outputs = run.values if run.values is not None else unpack_values(run.blob, device)
-    except ChannelError as exc:
-        raise stop(EvalStatus.REWARD_HACK, f"solution worker sent bad outputs: {exc}") from None
-    if len(outputs) != len(names) or len(run.reply.output_types) != len(names):
-        log = f"solution worker sent {len(outputs)} outputs for {len(names)}"
-        raise stop(EvalStatus.REWARD_HACK, log)
-    lazy = find_lazy_output(outputs, names)
-    if lazy is not None:
-        raise stop(EvalStatus.REWARD_HACK, f"lazy or subclass output: {lazy}")
-    return outputs
-
-
-def _check_outputs(
-    judge: Judge,
-    workload: Workload,
-    outputs: list[Any],
-    refs: list[torch.Tensor],
-    worst: WorstErrors,
-) -> None:
-    names = list(judge.request.definition.outputs)
-    for name, out, ref in zip(names, outputs, refs, strict=True):
-        mismatch = type_mismatch(out, ref, name)
-        if mismatch is not None:
-            kind, message = mismatch
-            status = EvalStatus.INCORRECT_SHAPE if kind == "shape" else EvalStatus.INCORRECT_DTYPE
-            raise stop(status, message)
-    for name, out, ref in zip(names, outputs, refs, strict=True):
-        check = compare(out, ref, workload.tolerance, name)
-        worst.add(check)
-        if not check.ok:
-            raise stop(EvalStatus.INCORRECT_NUMERICAL, f"{judge.phase}: {check.reason}", worst)

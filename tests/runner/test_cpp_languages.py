@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from kernelarc.runner.build_session import session_members
 from kernelarc.runner.cpp_build import (
     B200_GENCODE,
     NO_CUDA_TORCH,
     BuildError,
     BuildFlags,
-    _session_members,
     build_extension,
     clip_log,
     compiled_sources,
@@ -254,7 +254,7 @@ def test_hung_compiler_times_out_and_is_killed(tmp_path: Path) -> None:
 
 
 def test_session_members_lists_no_one_for_a_dead_session() -> None:
-    assert _session_members(2**22 + 12345) == []
+    assert session_members(2**22 + 12345) == []
 
 
 # ---- cute_dsl ----------------------------------------------------------------------------

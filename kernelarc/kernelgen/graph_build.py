@@ -1,0 +1,124 @@
+"""Build the generator's graph from a traced `OpGraph`: decode, classify, lower reductions.
+
+Place in the flow: `build_graph(OpGraph)` is the first step of `kernelarc.kernelgen`: it decodes
+the JSON arguments, resolves `getitem`s, drops mutations of inputs (a functionalised reference
+that updates a buffer in place, e.g. BatchNorm's running statistics: the definition's outputs
+do not include them), classifies every node (pointwise, view, reduction, factory, extern) and
+lowers composite reductions (`mean`, `var_mean`, `amax`, `max.dim`, ...) to primitive ones
+(`reductions.py`; a variance to the `welford_mean` / `welford_m2` pair, or to two sums: the
+VAR_ONEPASS knob): `reduce.<op>` over explicit dims with the reduced dims kept as size 1,
+followed by pointwise ops and a squeeze. Apart from `graph_ir` (the types) so that the lowering
+in `reductions.py` imports the types without an import cycle.
+"""
+
+from typing import Any
+
+from kernelarc.kernelgen.graph_ir import (
+    CONSTANT_TARGET,
+    FACTORY_TARGETS,
+    MATMUL_TARGETS,
+    PIECEWISE_TARGETS,
+    DeviceArg,
+    DTypeArg,
+    GenerationError,
+    Graph,
+    Kind,
+    Node,
+    OtherArg,
+    Ref,
+    index_users,
+)
+from kernelarc.kernelgen.pointwise_ops import POINTWISE
+from kernelarc.kernelgen.reductions import lower_reduction
+from kernelarc.kernelgen.views import VIEW_TARGETS
+from kernelarc.schema.op_graph import OpGraph, TensorMeta
+
+
+def decode(value: Any, alias: dict[str, Any]) -> Any:
+    """An encoded argument as generator values (edges through `alias`)."""
+    if isinstance(value, dict):
+        if "node" in value:
+            return alias.get(value["node"], Ref(value["node"], value.get("index")))
+        if "dtype" in value:
+            return DTypeArg(value["dtype"])
+        if "float" in value:
+            return float(value["float"])
+        if "device" in value:
+            return DeviceArg(str(value["device"]))
+        return OtherArg(str(next(iter(value.values()), "")))
+    if isinstance(value, list):
+        return [decode(v, alias) for v in value]
+    return value
+
+
+def build_graph(op_graph: OpGraph, *, one_pass_variance: bool = True) -> Graph:
+    """Decode, classify and lower an `OpGraph` (see the module docstring). With
+    `one_pass_variance` a variance is lowered to a `welford_mean` / `welford_m2` pair (one
+    pass over its rows), else to a sum for the mean and a sum of squared deviations."""
+    graph = Graph(inputs=list(op_graph.inputs))
+    alias: dict[str, Any] = {}
+    for item in op_graph.inputs:
+        if item.kind == "constant":
+            alias[item.node] = item.value
+            continue
+        kind = Kind.INPUT if item.kind == "tensor" else Kind.SCALAR
+        graph.add(Node(item.node, "input", kind, (), {}, (item.meta,)))
+    input_names = {i.node for i in op_graph.inputs}
+    for raw in op_graph.nodes:
+        args = tuple(decode(a, alias) for a in raw.args)
+        kwargs = {k: decode(v, alias) for k, v in raw.kwargs.items()}
+        if raw.target == "getitem":
+            source, index = args[0], args[1]
+            alias[raw.name] = _getitem(source, index)
+            continue
+        target = args[0] if args else None
+        copy = raw.target in ("aten.copy_.default", "aten.copy.default")
+        if copy and isinstance(target, Ref) and target.node in input_names:
+            graph.notes.append(
+                f"the reference's in-place update of input {target.node} "
+                "is not an output and is not reproduced"
+            )
+            continue
+        lowered = lower_reduction(
+            graph, raw.name, raw.target, args, kwargs, raw.outputs, one_pass=one_pass_variance
+        )
+        if lowered is not None:
+            alias[raw.name] = lowered
+            continue
+        kind = _kind(raw.target, raw.outputs, raw.multi)
+        node = Node(raw.name, raw.target, kind, args, kwargs, tuple(raw.outputs))
+        node.multi_output = raw.multi
+        graph.add(node)
+    graph.outputs = [decode(o, alias) for o in op_graph.outputs]
+    index_users(graph)
+    return graph
+
+
+def _getitem(source: Any, index: int) -> Any:
+    if isinstance(source, list | tuple):
+        return source[index]
+    if isinstance(source, Ref):
+        return Ref(source.node, index)
+    msg = f"getitem of {source!r}"
+    raise GenerationError(msg)
+
+
+def _kind(target: str, outputs: list[TensorMeta | None], multi: bool) -> Kind:
+    if multi or len(outputs) != 1 or outputs[0] is None:
+        return Kind.EXTERN
+    if target == CONSTANT_TARGET:
+        count = 1
+        for size in outputs[0].shape:
+            count *= size
+        return Kind.FACTORY if count == 1 else Kind.EXTERN
+    if target in POINTWISE:
+        return Kind.POINTWISE
+    if target in VIEW_TARGETS:
+        return Kind.VIEW
+    if target in FACTORY_TARGETS:
+        return Kind.FACTORY
+    if target in PIECEWISE_TARGETS:
+        return Kind.PIECEWISE
+    if target in MATMUL_TARGETS:
+        return Kind.MATMUL
+    return Kind.EXTERN
