@@ -2,7 +2,8 @@
 too many in a row, calls pause for a while, then the next one probes the backend again.
 
 Place in the flow: `MlflowTracker`'s writer thread runs every MLflow call through one
-`CallBreaker`. No mlflow import (it guards any callable).
+`CallBreaker`, held by its `mlflow_tracker_calls.TrackerCalls`. No mlflow import (it guards any
+callable).
 """
 
 import logging

@@ -5,7 +5,7 @@ leaderboard exporter treats each returned campaign like a run dir. What `MlflowT
 read back: the parent run (tag `kernelarc.kind = campaign`, tag `kernelarc.run_dir`, artifact
 `config.yaml`) and its child runs' `attempts/<index>-<proposal_id>/attempt.json`. The problem
 files are not MLflow artifacts; the caller finds them through the run-dir tag.
-Besides `mlflow_tracker.py`, this is the only module that imports mlflow.
+Like every module that imports mlflow, it is a `tracking/mlflow_*.py` (ruff's banned-api rule).
 """
 
 import logging

@@ -22,7 +22,7 @@ from kernelarc.tracking.mlflow_payload import (
     default_artifact_location,
     ensure_experiment,
 )
-from kernelarc.tracking.mlflow_tracker import BACKEND_ERRORS
+from kernelarc.tracking.mlflow_tracker_calls import BACKEND_ERRORS
 
 REPORT_RUNS_TAG = "kernelarc.report_runs"
 """Space-separated parent run ids of the campaigns a report compares."""

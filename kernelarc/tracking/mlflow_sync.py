@@ -5,8 +5,9 @@ when the ledger shows everything arrived); a person calls it after an outage, or
 `tracking=none` campaign. attempts.jsonl is the source of truth; the run dir's ledger
 (`sync_ledger`) says what already arrived. A part the ledger does not list is looked up on the
 server first, so a re-sync, or one after a request that timed out but was applied, never logs
-anything twice. The parent run is found through the ledger, else the `kernelarc.campaign_uid` tag,
-else the `kernelarc.run_dir` tag; only then is a new one made.
+anything twice. The runs come from `mlflow_sync_runs.SyncRuns`: the parent run is found through the
+ledger, else the `kernelarc.campaign_uid` tag, else the `kernelarc.run_dir` tag; only then is a new
+one made. This module uploads the attempts, tables and run ends under them.
 """
 
 import logging
@@ -14,14 +15,12 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 # Telemetry is read when mlflow is imported, so this must come first.
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
 from mlflow.entities import Metric, Run
-from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from kernelarc.errors import ConfigError, TrackingError
@@ -42,7 +41,8 @@ from kernelarc.schema import Attempt
 from kernelarc.tracking import keys, mlflow_tables
 from kernelarc.tracking import mlflow_payload as payload
 from kernelarc.tracking.mlflow_payload import AttemptPayload, CampaignProgress, SolScore
-from kernelarc.tracking.mlflow_tracker import BACKEND_ERRORS
+from kernelarc.tracking.mlflow_sync_runs import SyncRuns, iso_ms
+from kernelarc.tracking.mlflow_tracker_calls import BACKEND_ERRORS
 from kernelarc.tracking.proposal_fields import proposal_model, read_conclusions
 from kernelarc.tracking.run_metadata import identity_from_run_dir
 
@@ -217,12 +217,24 @@ class _Sync:
             _backend(self.uri, "get or create the experiment"),
             payload.sqlite_store_lock(self.uri),
         ):
-            experiment_id = self._experiment()
+            # The client opens (or creates) a sqlite store: under the lock.
+            runs = SyncRuns(
+                self.client,
+                self.uri,
+                self.run_dir,
+                self.campaign,
+                self.record,
+                self.report.created,
+                self._note,
+            )
+            experiment_id = runs.experiment(self.report.experiment)
         with _backend(self.uri, "find or create the campaign run"):
-            parent = self._parent(experiment_id)
+            parent = runs.parent(experiment_id, self.view.parent_run_id)
+        if parent != self.view.parent_run_id:
+            self.view = self.ledger.view(self.uri)  # what the ledger says under the new parent
         self.report.parent_run_id = parent
         with _backend(self.uri, "find or create the agent runs"):
-            agents = self._agents(experiment_id, parent)
+            agents = runs.agents(experiment_id, parent, self.view.agent_runs, self.attempts)
         progress = CampaignProgress(self.sol_score)
         steps = [progress.add(a) for a in self.attempts]
         with _backend(self.uri, "upload the attempts"):
@@ -259,120 +271,6 @@ class _Sync:
             self.ledger.append(entry)
         except OSError as exc:
             logger.warning("%s: cannot write the MLflow ledger (%s)", self.ledger, exc)
-
-    # --- runs -------------------------------------------------------------------------------
-
-    def _experiment(self) -> str:
-        location = payload.default_artifact_location(self.uri)
-        return payload.ensure_experiment(self.client, self.report.experiment, location)
-
-    def _parent(self, experiment_id: str) -> str:
-        known = self.view.parent_run_id
-        if known is not None and self._live(known, experiment_id):
-            return known
-        found = self._search_parent(experiment_id)
-        if found is None:
-            found = self._create_parent(experiment_id)
-        if found != known:
-            self._note(
-                RunEntry(kind="parent", uri=self.uri, experiment_id=experiment_id, run_id=found)
-            )
-            self.view = self.ledger.view(self.uri)
-        self._complete_parent(found)
-        return found
-
-    def _live(self, run_id: str, experiment_id: str) -> bool:
-        try:
-            run = self.client.get_run(run_id)
-        except MlflowException as exc:
-            if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
-                return False
-            raise
-        return run.info.lifecycle_stage == "active" and run.info.experiment_id == experiment_id
-
-    def _search_parent(self, experiment_id: str) -> str | None:
-        kind = f"tags.`{keys.KIND}` = '{keys.KIND_CAMPAIGN}'"
-        if self.campaign.uid:
-            where = f"{kind} and tags.`{keys.CAMPAIGN_UID}` = '{self.campaign.uid}'"
-        else:
-            run_dir = str(self.run_dir.resolve())
-            if "'" in run_dir:
-                return None
-            where = f"{kind} and tags.`{keys.RUN_DIR}` = '{run_dir}'"
-        found = self.client.search_runs([experiment_id], filter_string=where, max_results=10)
-        runs = sorted(found, key=lambda r: (r.info.start_time or 0, r.info.run_id))
-        return str(runs[0].info.run_id) if runs else None
-
-    def _create_parent(self, experiment_id: str) -> str:
-        tags = {**self.campaign.tags, keys.KIND: keys.KIND_CAMPAIGN}
-        if self.campaign.uid:
-            tags[keys.CAMPAIGN_UID] = self.campaign.uid
-        run = self.client.create_run(
-            experiment_id,
-            start_time=_ms(self.record.get("started_at")),
-            tags=tags,
-            run_name=self.campaign.name,
-        )
-        self.report.created.append("campaign")
-        return str(run.info.run_id)
-
-    def _complete_parent(self, parent: str) -> None:
-        """Log the params and config.yaml the parent run lacks (a start cut short)."""
-        run = self.client.get_run(parent)
-        missing = [
-            p for p in payload.clean_params(self.campaign.params) if p.key not in run.data.params
-        ]
-        for first in range(0, len(missing), payload.MAX_PARAMS_PER_BATCH):
-            chunk = missing[first : first + payload.MAX_PARAMS_PER_BATCH]
-            self.client.log_batch(parent, params=chunk)
-        config = self.run_dir / keys.CONFIG_YAML
-        listed = {f.path for f in self.client.list_artifacts(parent)}
-        if keys.CONFIG_YAML not in listed and config.is_file():
-            text = config.read_text(encoding="utf-8")
-            payload.log_text(self.client, parent, keys.CONFIG_YAML, text)
-
-    def _agents(self, experiment_id: str, parent: str) -> dict[str, str]:
-        runs = dict(self.view.agent_runs)
-        strategies: dict[str, str] = {}
-        for attempt in self.attempts:
-            strategies.setdefault(attempt.proposal.agent, attempt.proposal.strategy)
-        missing = [agent for agent in strategies if agent not in runs]
-        if not missing:
-            return runs
-        where = f"tags.`{keys.PARENT_RUN_ID}` = '{parent}'"
-        children = {
-            r.data.tags.get(keys.AGENT, r.info.run_name): r.info.run_id
-            for r in self.client.search_runs([experiment_id], filter_string=where)
-        }
-        for agent in missing:
-            run_id = children.get(agent) or self._create_agent(
-                experiment_id, parent, agent, strategies[agent]
-            )
-            runs[agent] = run_id
-            self._note(
-                RunEntry(
-                    kind="agent",
-                    uri=self.uri,
-                    experiment_id=experiment_id,
-                    run_id=run_id,
-                    agent=agent,
-                    parent_run_id=parent,
-                )
-            )
-        return runs
-
-    def _create_agent(self, experiment_id: str, parent: str, agent: str, strategy: str) -> str:
-        tags = {
-            **self.campaign.tags,
-            keys.PARENT_RUN_ID: parent,
-            keys.KIND: keys.KIND_AGENT,
-            keys.AGENT: payload.cut(agent, payload.MAX_TAG_VALUE),
-            keys.STRATEGY: payload.cut(strategy, payload.MAX_TAG_VALUE),
-        }
-        start = _ms(self.record.get("started_at"))
-        run = self.client.create_run(experiment_id, start_time=start, tags=tags, run_name=agent)
-        self.report.created.append(f"agent {agent}")
-        return str(run.info.run_id)
 
     # --- attempts ---------------------------------------------------------------------------
 
@@ -459,7 +357,7 @@ class _Sync:
         if run.data.tags.get(keys.TRACKING_DEGRADED) == "true":
             # Everything in attempts.jsonl is in the store now.
             self.client.delete_tag(parent, keys.TRACKING_DEGRADED)
-        end = _ms(self.record.get("finished_at"))
+        end = iso_ms(self.record.get("finished_at"))
         ended = False
         for run_id in [*agents.values(), parent]:
             if self.client.get_run(run_id).info.status != status:
@@ -478,13 +376,3 @@ class _Sync:
             metrics = [Metric(k, v, now, step) for k, v in stale.items()]
             self.client.log_batch(run.info.run_id, metrics=metrics)
         self._note(MarkEntry(kind="summary", uri=self.uri, run_id=run.info.run_id, attempts=n))
-
-
-def _ms(iso: object) -> int | None:
-    """Milliseconds since the epoch of an ISO time (None when missing or malformed)."""
-    if not isinstance(iso, str):
-        return None
-    try:
-        return int(datetime.fromisoformat(iso).timestamp() * 1000)
-    except ValueError:
-        return None

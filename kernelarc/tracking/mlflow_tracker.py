@@ -18,42 +18,33 @@ A backend failure never reaches the caller: it is logged, the tracker becomes `d
 after `max_consecutive_failures` in a row it stops calling MLflow for `retry_after_s` seconds,
 then tries again. With a run dir, every call that succeeded is written to the run dir's ledger
 (by the writer, after MLflow answered), so `kernelarc sync` later uploads exactly what is missing.
+That guard and the ledger are `mlflow_tracker_calls.TrackerCalls`; opening, reopening and ending
+the runs is `mlflow_tracker_runs.TrackerRuns`; this class keeps the Tracker methods, the payload
+per attempt and the end of the campaign.
 """
 
 import logging
 import os
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
 
 # Telemetry is read when mlflow is imported, so this must come first.
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
-from mlflow.entities import Metric, Param
-from mlflow.exceptions import MlflowException
-from mlflow.tracking import MlflowClient
+from mlflow.entities import Metric
 
 from kernelarc.command_paths import command
 from kernelarc.rundir import LEDGER_FILE
-from kernelarc.rundir.sync_ledger import (
-    CampaignEntry,
-    LoggedEntry,
-    MarkEntry,
-    Part,
-    RunEntry,
-    SyncLedger,
-)
+from kernelarc.rundir.sync_ledger import CampaignEntry, MarkEntry, SyncLedger
 from kernelarc.schema import Attempt
 from kernelarc.schema.coordination import Conclusion
 from kernelarc.tracking import keys, mlflow_tables
 from kernelarc.tracking import mlflow_payload as payload
 from kernelarc.tracking.call_breaker import CallBreaker
 from kernelarc.tracking.mlflow_payload import (
-    MAX_PARAMS_PER_BATCH,
     MAX_TAG_VALUE,
     AttemptPayload,
     CampaignProgress,
@@ -61,36 +52,25 @@ from kernelarc.tracking.mlflow_payload import (
     cut,
     now_ms,
 )
+from kernelarc.tracking.mlflow_tracker_calls import TrackerCalls
+from kernelarc.tracking.mlflow_tracker_runs import CampaignStart, TrackerRuns
 from kernelarc.tracking.proposal_fields import proposal_model, read_conclusions
 from kernelarc.tracking.tracker_queue import WriterQueue
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
-
 RUN_STATUSES = ("FINISHED", "FAILED", "KILLED")
 """Statuses `finish` accepts (MLflow's terminal run statuses)."""
-
-# requests' exceptions (connection refused, timeouts) are OSError subclasses.
-BACKEND_ERRORS = (MlflowException, OSError)
-"""What a failing tracking backend raises."""
-
-
-@dataclass(frozen=True)
-class _Start:
-    name: str
-    params: list[Param]
-    tags: dict[str, str]
-    config_yaml: str
 
 
 class MlflowTracker:
     """A Tracker that logs to MLflow through `MlflowClient` from one writer thread; thread-safe;
     never raises on I/O.
 
-    Threads: `_lock` guards what callers touch (the start, the progress, `_finished`, the agent
-    runs map) and is never held across an MLflow call; the MLflow calls, the breaker, the ledger
-    entries for logged parts and `_incomplete` belong to the writer thread.
+    Threads: `_lock` guards what callers touch (the start, the progress, `_finished`) and is
+    never held across an MLflow call; the MLflow calls (`TrackerCalls`), the runs they make
+    (`TrackerRuns`, which guards its agent runs map itself) and `_model_tagged` belong to the
+    writer thread.
     """
 
     def __init__(
@@ -124,26 +104,20 @@ class MlflowTracker:
         """
         self._uri = tracking_uri
         self._experiment_name = experiment
-        self._artifact_location = artifact_location or payload.default_artifact_location(
-            tracking_uri
-        )
-        self._breaker = CallBreaker(tracking_uri, max_consecutive_failures, retry_after_s)
         self._run_dir = Path(run_dir) if run_dir is not None else None
         self._ledger = SyncLedger(self._run_dir / LEDGER_FILE) if self._run_dir else None
-        self._client: MlflowClient | None = None
         self._lock = threading.Lock()
         self._uid = uuid.uuid4().hex[:16]
-        self._start: _Start | None = None
-        self._experiment_id: str | None = None
-        self._parent_run_id: str | None = None
-        self._agent_runs: dict[str, str] = {}
         self._strategies: dict[str, str] = {}
         self._model_tagged: set[str] = set()
         self._progress = CampaignProgress(sol_score)
-        self._incomplete = False
         self._finished = False
         self._finish_timeout_s = max(0.0, finish_timeout_s)
         self._writer = WriterQueue(f"mlflow-writer-{self._uid}")
+        breaker = CallBreaker(tracking_uri, max_consecutive_failures, retry_after_s)
+        self._calls = TrackerCalls(tracking_uri, breaker, self._writer, self._ledger)
+        location = artifact_location or payload.default_artifact_location(tracking_uri)
+        self._runs = TrackerRuns(self._calls, experiment, location)
 
     # --- what the CLI and tests read ------------------------------------------------------------
 
@@ -160,18 +134,17 @@ class MlflowTracker:
     @property
     def experiment_id(self) -> str | None:
         """Experiment id, once the campaign run was created."""
-        return self._experiment_id
+        return self._runs.experiment_id
 
     @property
     def parent_run_id(self) -> str | None:
         """The campaign's run id, once it was created."""
-        return self._parent_run_id
+        return self._runs.parent_run_id
 
     @property
     def agent_run_ids(self) -> dict[str, str]:
         """Agent name to child run id."""
-        with self._lock:
-            return dict(self._agent_runs)
+        return self._runs.agent_runs
 
     @property
     def campaign_uid(self) -> str:
@@ -182,7 +155,7 @@ class MlflowTracker:
     def degraded(self) -> bool:
         """True once any MLflow call failed, or `finish` left queued calls undone (`kernelarc
         sync` uploads what is missing)."""
-        return self._breaker.failed_calls > 0 or self._writer.cut_short
+        return self._calls.failed_calls > 0 or self._writer.cut_short
 
     def flush(self, timeout_s: float | None = None) -> bool:
         """Wait up to `timeout_s` (None: as long as it takes) until every call queued so far was
@@ -193,16 +166,15 @@ class MlflowTracker:
 
     def ui_hint(self) -> str | None:
         """Where to look: the run's URL for a server, an `mlflow ui` command for a local store."""
-        if self._parent_run_id is None:
+        parent, experiment_id = self._runs.parent_run_id, self._runs.experiment_id
+        if parent is None:
             return f"MLflow at {self._uri}: no campaign run was recorded (tracking degraded)"
         if self._uri.startswith(("http://", "https://")):
             base = self._uri.rstrip("/")
-            return (
-                f"MLflow run: {base}/#/experiments/{self._experiment_id}/runs/{self._parent_run_id}"
-            )
+            return f"MLflow run: {base}/#/experiments/{experiment_id}/runs/{parent}"
         return (
-            f"MLflow experiment {self._experiment_name!r} (id {self._experiment_id}), campaign run "
-            f"{self._parent_run_id}; view with: {command('mlflow')} ui --backend-store-uri "
+            f"MLflow experiment {self._experiment_name!r} (id {experiment_id}), campaign run "
+            f"{parent}; view with: {command('mlflow')} ui --backend-store-uri "
             f"{self._uri} --port 5000, then open http://127.0.0.1:5000"
         )
 
@@ -222,22 +194,22 @@ class MlflowTracker:
             RuntimeError: called twice.
         """
         with self._lock:
-            if self._start is not None:
+            if self._runs.start is not None:
                 msg = "start_campaign was already called on this tracker; make a new one"
                 raise RuntimeError(msg)
-            clean_tags = payload.clean_tags(tags)
-            self._start = _Start(name, payload.clean_params(params), clean_tags, config_yaml)
-            self._note(
+            start = CampaignStart.clean(name, self._uid, params, tags, config_yaml)
+            self._runs.start = start
+            self._calls.note(
                 CampaignEntry(
                     uid=self._uid,
                     name=name,
                     experiment=self._experiment_name,
                     uri=self._uri,
-                    params={p.key: p.value for p in self._start.params},
-                    tags=clean_tags,
+                    params={p.key: p.value for p in start.params},
+                    tags=start.tags,
                 )
             )
-        self._writer.call(self._open)
+        self._writer.call(self._runs.open)
 
     def resume_campaign(
         self,
@@ -266,55 +238,21 @@ class MlflowTracker:
             self._uid = previous.uid
         view = self._ledger.view(self._uri)
         with self._lock:
-            if self._start is not None:
+            if self._runs.start is not None:
                 msg = "resume_campaign: this tracker was already started; make a new one"
                 raise RuntimeError(msg)
             for attempt in sorted(attempts, key=lambda a: a.index):
                 self._progress.add(attempt)
                 self._strategies.setdefault(attempt.proposal.agent, attempt.proposal.strategy)
-        parent = view.parent_run_id
+        parent, runs = view.parent_run_id, view.agent_runs
         # None: the writer's job broke (a bug, logged); keep the ledger's runs rather than
         # making a second parent run for one campaign.
-        reopened = (
-            self._writer.call(partial(self._reopen, parent, view.agent_runs))
-            if parent is not None
-            else False
-        )
-        if reopened is False:
+        if parent is None or self._writer.call(partial(self._runs.reopen, parent, runs)) is False:
             self.start_campaign(name, params, tags, config_yaml)
             return
         with self._lock:
-            clean_tags = payload.clean_tags(tags)
-            self._start = _Start(name, payload.clean_params(params), clean_tags, config_yaml)
-            self._experiment_id, self._parent_run_id = view.experiment_id, parent
-            self._agent_runs = dict(view.agent_runs)
-
-    def _reopen(self, parent: str, agent_runs: Mapping[str, str]) -> bool:
-        """Mark the parent and agent runs RUNNING again; False if the parent run is gone.
-
-        A store that does not answer keeps the ledger's runs (sync checks them at the end):
-        making a second parent run for one campaign is worse than a late status. Runs on the
-        writer thread.
-        """
-        try:
-            run = self._mlflow.get_run(parent)
-        except MlflowException as exc:
-            if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
-                return False
-            self._breaker.record_failure("look up the campaign run", exc)
-            self._incomplete = True
-            return True
-        except Exception as exc:  # the Tracker contract; see CallBreaker.run
-            self._breaker.record_failure("look up the campaign run", exc)
-            self._incomplete = True
-            return True
-        if run.info.lifecycle_stage != "active":
-            return False
-        for run_id in [parent, *agent_runs.values()]:
-            reopen = partial(self._mlflow.update_run, run_id, status="RUNNING")
-            if not self._ok(f"reopen run {run_id}", reopen):
-                self._incomplete = True
-        return True
+            self._runs.start = CampaignStart.clean(name, self._uid, params, tags, config_yaml)
+            self._runs.adopt(view.experiment_id, parent, runs)
 
     def start_agent(self, agent: str, strategy: str) -> None:
         """Note the agent's strategy; its child run is created with its first attempt, so an
@@ -342,29 +280,27 @@ class MlflowTracker:
 
     def _write_attempt(self, step: AttemptPayload) -> None:
         """Send one attempt's payload (writer thread)."""
-        attempt = step.attempt
-        if not self._available() or (self._parent_run_id is None and not self._open()):
-            self._incomplete = True
+        attempt, calls, runs = step.attempt, self._calls, self._runs
+        if not calls.available() or (runs.parent_run_id is None and not runs.open()):
+            calls.incomplete = True
             return
-        parent = self._parent_run_id
+        parent = runs.parent_run_id
         assert parent is not None
         index = attempt.index
-        run_id = self._agent_run(attempt.proposal.agent, attempt.proposal.strategy)
+        run_id = runs.agent_run(attempt.proposal.agent, attempt.proposal.strategy)
         if run_id is not None:
             self._tag_model(run_id, attempt)
-            metrics = partial(self._mlflow.log_batch, run_id, metrics=step.agent_metrics)
-            self._logged(f"log metrics of attempt {index}", metrics, index, "metrics")
-            files = partial(payload.upload_attempt_artifacts, self._mlflow, run_id, attempt)
-            self._logged(f"log artifacts of attempt {index}", files, index, "artifacts")
+            metrics = partial(calls.client.log_batch, run_id, metrics=step.agent_metrics)
+            calls.logged(f"log metrics of attempt {index}", metrics, parent, index, "metrics")
+            files = partial(payload.upload_attempt_artifacts, calls.client, run_id, attempt)
+            calls.logged(f"log artifacts of attempt {index}", files, parent, index, "artifacts")
         else:
-            self._incomplete = True
+            calls.incomplete = True
         campaign = partial(
-            self._mlflow.log_batch,
-            parent,
-            metrics=step.campaign_metrics,
-            tags=step.campaign_tags,
+            calls.client.log_batch, parent, metrics=step.campaign_metrics, tags=step.campaign_tags
         )
-        self._logged(f"log campaign metrics after attempt {index}", campaign, index, "campaign")
+        what = f"log campaign metrics after attempt {index}"
+        calls.logged(what, campaign, parent, index, "campaign")
 
     def finish(self, status: str, summary: Mapping[str, float]) -> None:
         """Queue the final metrics (`summary` plus the incumbent's), the attempts and
@@ -405,161 +341,46 @@ class MlflowTracker:
 
     def _write_finish(self, status: str, final: Mapping[str, float], count: int, step: int) -> None:
         """Send the end of the campaign (writer thread): final metrics, tables, run ends."""
-        if self._parent_run_id is None and self._available():
-            self._open()
-        parent = self._parent_run_id
+        calls, runs = self._calls, self._runs
+        if runs.parent_run_id is None and calls.available():
+            runs.open()
+        parent = runs.parent_run_id
         if parent is None:
             return
         now = now_ms()
         metrics = [Metric(payload.clean_key(k), float(v), now, step) for k, v in final.items()]
-        log_summary = partial(self._mlflow.log_batch, parent, metrics=metrics)
-        if not self._ok("log the final metrics", log_summary):
-            self._incomplete = True
+        log_summary = partial(calls.client.log_batch, parent, metrics=metrics)
+        if not calls.ok("log the final metrics", log_summary):
+            calls.incomplete = True
         else:
-            self._note(MarkEntry(kind="summary", uri=self._uri, run_id=parent, attempts=count))
+            calls.note(MarkEntry(kind="summary", uri=self._uri, run_id=parent, attempts=count))
         self._log_tables(parent)
-        self._close(parent, status)
+        runs.close(parent, status)
 
-    # --- internals (writer thread, no lock held unless said) ------------------------------------
-
-    @property
-    def _mlflow(self) -> MlflowClient:
-        """The client, made on first use inside `_call` (a sqlite store opens its DB here); only
-        the writer thread uses it."""
-        if self._client is None:
-            self._client = MlflowClient(tracking_uri=self._uri)
-        return self._client
-
-    def _available(self) -> bool:
-        """False while calls pause after too many failures (see CallBreaker)."""
-        return self._breaker.available()
-
-    def _run(self, what: str, action: Callable[[], T], force: bool) -> tuple[bool, T | None]:
-        """Run one MLflow call through the breaker; skipped (False, None) once `finish` gave up
-        waiting, so a job still in flight then makes no further call."""
-        if self._writer.cut_short:
-            self._incomplete = True
-            return False, None
-        return self._breaker.run(what, action, force)
-
-    def _call(self, what: str, action: Callable[[], T], force: bool = False) -> T | None:
-        """Run one MLflow call and return its result; None if it failed or was skipped."""
-        return self._run(what, action, force)[1]
-
-    def _ok(self, what: str, action: Callable[[], object], force: bool = False) -> bool:
-        """Run one MLflow call; True if it succeeded."""
-        return self._run(what, action, force)[0]
-
-    def _logged(self, what: str, action: Callable[[], object], index: int, part: Part) -> None:
-        """A `_call` for one part of an attempt; on success the ledger records it."""
-        parent = self._parent_run_id
-        if not self._ok(what, action):
-            self._incomplete = True
-        elif parent is not None:
-            self._note(LoggedEntry(uri=self._uri, run_id=parent, index=index, part=part))
-
-    def _note(self, entry: CampaignEntry | RunEntry | LoggedEntry | MarkEntry) -> None:
-        if self._ledger is None:
-            return
-        try:
-            self._ledger.append(entry)
-        except OSError as exc:
-            logger.warning("%s: cannot write the MLflow ledger (%s)", self._ledger, exc)
-
-    def _open(self) -> bool:
-        """Create the experiment and the parent run (params, config.yaml); True on success."""
-        start = self._start
-        if start is None:
-            return False
-        experiment_id = self._call("get or create the experiment", self._ensure_experiment)
-        if experiment_id is None:
-            return False
-        tags = {**start.tags, keys.KIND: keys.KIND_CAMPAIGN, keys.CAMPAIGN_UID: self._uid}
-        run = self._call(
-            "create the campaign run",
-            lambda: self._mlflow.create_run(experiment_id, tags=tags, run_name=start.name),
-        )
-        if run is None:
-            return False
-        parent: str = run.info.run_id
-        self._experiment_id, self._parent_run_id = experiment_id, parent
-        self._note(
-            RunEntry(kind="parent", uri=self._uri, experiment_id=experiment_id, run_id=parent)
-        )
-        client = self._mlflow
-        for first in range(0, len(start.params), MAX_PARAMS_PER_BATCH):
-            chunk = start.params[first : first + MAX_PARAMS_PER_BATCH]
-            if not self._ok(
-                "log the config params", partial(client.log_batch, parent, params=chunk)
-            ):
-                self._incomplete = True
-        config = partial(payload.log_text, client, parent, keys.CONFIG_YAML, start.config_yaml)
-        if not self._ok("log config.yaml", config):
-            self._incomplete = True
-        return True
-
-    def _ensure_experiment(self) -> str:
-        with payload.sqlite_store_lock(self._uri):
-            return payload.ensure_experiment(
-                self._mlflow, self._experiment_name, self._artifact_location
-            )
-
-    def _agent_run(self, agent: str, strategy: str) -> str | None:
-        if agent in self._agent_runs:
-            return self._agent_runs[agent]
-        parent, experiment_id, start = self._parent_run_id, self._experiment_id, self._start
-        if parent is None or experiment_id is None or start is None:
-            return None
-        tags = {
-            **start.tags,
-            keys.PARENT_RUN_ID: parent,
-            keys.KIND: keys.KIND_AGENT,
-            keys.AGENT: cut(agent, MAX_TAG_VALUE),
-            keys.STRATEGY: cut(strategy, MAX_TAG_VALUE),
-        }
-        run = self._call(
-            f"create the run of agent {agent!r}",
-            lambda: self._mlflow.create_run(experiment_id, tags=tags, run_name=agent),
-        )
-        if run is None:
-            return None
-        run_id: str = run.info.run_id
-        with self._lock:  # `agent_run_ids` copies the map from other threads
-            self._agent_runs[agent] = run_id
-        self._note(
-            RunEntry(
-                kind="agent",
-                uri=self._uri,
-                experiment_id=experiment_id,
-                run_id=run_id,
-                agent=agent,
-                parent_run_id=parent,
-            )
-        )
-        return run_id
+    # --- internals (writer thread) --------------------------------------------------------------
 
     def _tag_model(self, run_id: str, attempt: Attempt) -> None:
         agent, model = attempt.proposal.agent, proposal_model(attempt.proposal)
         if model is None or agent in self._model_tagged:
             return
-        tag = partial(self._mlflow.set_tag, run_id, keys.MODEL, cut(model, MAX_TAG_VALUE))
-        if self._ok(f"tag the model of agent {agent!r}", tag):
+        tag = partial(self._calls.client.set_tag, run_id, keys.MODEL, cut(model, MAX_TAG_VALUE))
+        if self._calls.ok(f"tag the model of agent {agent!r}", tag):
             self._model_tagged.add(agent)
 
     def _log_tables(self, parent: str) -> None:
-        progress = self._progress
+        progress, calls, agent_runs = self._progress, self._calls, self._runs.agent_runs
         conclusions = read_conclusions(self._run_dir) if self._run_dir else []
         attempts_table = mlflow_tables.attempts_table(
-            progress.attempts, progress.sol_scores, self._agent_runs
+            progress.attempts, progress.sol_scores, agent_runs
         )
         tables = [(keys.ATTEMPTS_TABLE, attempts_table)]
         if conclusions:
-            data = mlflow_tables.conclusions_table(conclusions, progress.attempts, self._agent_runs)
+            data = mlflow_tables.conclusions_table(conclusions, progress.attempts, agent_runs)
             tables.append((keys.CONCLUSIONS_TABLE, data))
         for artifact, data in tables:
-            upload = partial(mlflow_tables.upload_table, self._mlflow, parent, data, artifact)
-            if not self._ok(f"log {artifact}", upload):
-                self._incomplete = True
+            upload = partial(mlflow_tables.upload_table, calls.client, parent, data, artifact)
+            if not calls.ok(f"log {artifact}", upload):
+                calls.incomplete = True
                 return
         mark = MarkEntry(
             kind="tables",
@@ -568,20 +389,4 @@ class MlflowTracker:
             attempts=len(progress.attempts),
             conclusions=len(conclusions),
         )
-        self._note(mark)
-
-    def _close(self, parent: str, status: str) -> None:
-        # Closing calls are tried even while MLflow is not contacted, so the UI does not show the
-        # runs as running forever; the first one that fails ends the attempt (dead server).
-        closing: list[tuple[str, Callable[[], object]]] = []
-        if self._incomplete:
-            # Something is missing from the store (sync removes the tag once it is complete).
-            tag = partial(self._mlflow.set_tag, parent, keys.TRACKING_DEGRADED, "true")
-            closing.append(("tag the run as degraded", tag))
-        for run_id in [*self._agent_runs.values(), parent]:
-            end = partial(self._mlflow.set_terminated, run_id, status=status)
-            closing.append((f"end run {run_id}", end))
-        for what, action in closing:
-            if not self._ok(what, action, force=True):
-                return
-        self._note(MarkEntry(kind="closed", uri=self._uri, run_id=parent, status=status))
+        calls.note(mark)
