@@ -83,20 +83,17 @@ def _imported(
 
 
 def _module_graph() -> Graph:
-    """Every module to the project modules it imports. A package's imports of its own
-    submodules are left out: Python runs the package before any of its modules anyway, so only
-    a cycle through some other module is one."""
+    """Every module to the project modules it imports, a package's imports of its own submodules
+    included: a submodule that imports names from its package's `__init__` while that `__init__`
+    imports it (even lazily, as `executor.make_executor` does) is a cycle too."""
     modules = _modules()
     graph: Graph = {name: set() for name in modules}
     for name, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        is_package = path.name == "__init__.py"
         for node in ast.walk(tree):
             if isinstance(node, ast.Import | ast.ImportFrom):
                 graph[name] |= {
-                    target
-                    for target in _imported(name, path, node, modules)
-                    if target != name and not (is_package and target.startswith(name + "."))
+                    target for target in _imported(name, path, node, modules) if target != name
                 }
     return graph
 

@@ -15,8 +15,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kernelarc.executor import Admit, EvalKind, NotAdmitted
 from kernelarc.executor.accounting import ThroughputMeter
+from kernelarc.executor.contract import Admit, EvalKind, NotAdmitted
 from kernelarc.executor.screen_plan import (
     SCREEN_NOTE,
     merge_screen_correctness,
