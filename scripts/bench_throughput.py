@@ -48,8 +48,12 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
-from kernelarc.campaign import run_campaign  # noqa: E402
 from kernelarc.campaign.device import resolve_device  # noqa: E402
+from kernelarc.campaign.lifecycle import (  # noqa: E402
+    CampaignOpening,
+    TrackingChoice,
+    run_campaign_lifecycle,
+)
 from kernelarc.config import (  # noqa: E402
     AgentsConfig,
     BudgetConfig,
@@ -65,7 +69,6 @@ from kernelarc.rundir import ATTEMPTS_FILE  # noqa: E402
 from kernelarc.rundir.attempts_log import read_attempts  # noqa: E402
 from kernelarc.sandboxes import LocalSandbox  # noqa: E402
 from kernelarc.schema import EvalRequest, EvalStatus, Solution, TimingConfig  # noqa: E402
-from kernelarc.tracking import make_tracker  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # its throughput_tables module
 from throughput_tables import disturbance, scaling, table  # noqa: E402
@@ -215,7 +218,11 @@ def _campaign(args: Args, executor: str, gpus: int, screens: int, time_s: float)
         ),
     )
     run_dir = args.out_dir / cfg.name
-    summary = run_campaign(cfg, run_dir, make_tracker("none"))
+    # The campaign lifecycle the CLI and the other benchmarks share; tracking off (attempts.jsonl
+    # and campaign.json hold what the report reads).
+    summary = run_campaign_lifecycle(
+        cfg, run_dir, TrackingChoice(kind="none"), CampaignOpening(name=cfg.name)
+    ).summary
     report = summary.throughput
     return {
         "executor": executor,
