@@ -174,7 +174,7 @@ class SandboxConfig:
     while the sandbox waits, so a candidate does not pay that (~3 s); every candidate still gets
     a fresh process. Started on cuda when an evaluation takes its runner (as another user), on
     cpu when an evaluation ends, and for the first candidate when the campaign sets up its
-    executor (docs/architecture.md). False: start each runner on demand."""
+    executor (sandboxes/runner_lifecycle.py). False: start each runner on demand."""
     build_cache: bool = True
     """`local` only: keep verified builds of C++ solutions on this host (between candidates and
     campaigns), so a C++ candidate already built is not compiled again; entries are checked

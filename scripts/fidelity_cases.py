@@ -82,7 +82,7 @@ HOSTILE_SAMPLES = (
     "patch_perf_counter",
     "endless_loop",
 )
-# Where KernelArc is stricter than v1.0.1 on purpose (docs/architecture.md, runner/evaluate.py).
+# Where KernelArc is stricter than v1.0.1 on purpose (docs/runner.md, runner/evaluate.py).
 EXPECTED_DIVERGENCE = {
     "mutate_input": "KernelArc fails a solution that changes an input the reference leaves "
     "alone (INCORRECT_NUMERICAL); v1.0.1 does not look at inputs",

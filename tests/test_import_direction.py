@@ -3,7 +3,8 @@
 `leaderboard` imports `kernelarc`, and of `kernelarc` only the export command imports
 `leaderboard` (scoring and the run-dir reader sit below both; issue #19 found report ->
 leaderboard -> guard -> leaderboard cycles). No subpackage of `kernelarc` imports one that imports
-it back, and no module does either; the intended order, bottom to top, is in docs/architecture.md.
+it back, and no module does either; and every import between packages points down `LAYERS`, the
+order docs/architecture.md ("Module map") writes down.
 """
 
 import ast
@@ -182,3 +183,40 @@ def test_no_module_imports_another_that_imports_it_back() -> None:
         )
         problems.append(f"module cycle {sorted(cycle)}, made by:\n" + "\n".join(edges))
     assert not problems, "\n".join(problems)
+
+
+#: The packages bottom to top, as docs/architecture.md lists them. A package imports only
+#: packages of lower layers; the base layer's modules import each other (no cycles, above).
+LAYERS: tuple[frozenset[str], ...] = tuple(
+    frozenset(layer.split())
+    for layer in (
+        "kernelarc kernelarc.errors kernelarc.python_ast kernelarc.ratio_interval "
+        "kernelarc.command_paths kernelarc.config kernelarc.jsonl_log kernelarc.reference_ops "
+        "kernelarc.timing_labels kernelarc.schema",
+        "kernelarc.runner kernelarc.kernelgen",
+        "kernelarc.problems",
+        "kernelarc.sandboxes kernelarc.tracing kernelarc.guard",
+        "kernelarc.executor kernelarc.rundir",
+        "kernelarc.llm kernelarc.tracking",
+        "kernelarc.agents kernelarc.report leaderboard",
+        "kernelarc.coordination",
+        "kernelarc.campaign",
+        "kernelarc.benchmark kernelarc.cli",
+    )
+)
+
+
+def test_every_package_import_points_down_the_documented_layers() -> None:
+    layer_of = {package: index for index, layer in enumerate(LAYERS) for package in layer}
+    graph = _module_graph()
+    unplaced = sorted({_package(module) for module in graph} - set(layer_of))
+    assert not unplaced, f"packages missing from LAYERS (and docs/architecture.md): {unplaced}"
+    upward = sorted(
+        f"  {module} -> {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if _package(target) != _package(module)
+        and layer_of[_package(target)] >= layer_of[_package(module)]
+        and layer_of[_package(module)] > 0
+    )
+    assert not upward, "imports that do not point down LAYERS:\n" + "\n".join(upward)

@@ -8,6 +8,9 @@ package's `__init__`, so there is no import cycle and a command can be read on i
 `campaign` is a Hydra app and parses its own command line: it is imported only when it runs, so
 the other commands start without importing Hydra. Only `campaign` sees a DictConfig: it converts
 the composed config to the typed CampaignConfig and hands plain objects to the library.
+The library never imports `kernelarc.cli`: what it prints for people too (`command_paths.py`,
+`timing_labels.py`) sits outside the package, and the config schema is stored in Hydra by
+`config.register_configs()`, which the campaign command (and the benchmarks, tests) call.
 """
 
 import argparse

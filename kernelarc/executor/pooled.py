@@ -8,7 +8,7 @@ stopping at the first failure (`screen_plan.py`). A candidate that fails it is r
 screen's traces and never queues for a timed slot; one that passes is then timed in the timed
 pool, comparing only the last correctness round again (the screen compared every round on the
 same inputs). A C++ candidate is built by its screen, so with the host's build cache its timed
-evaluation finds it built. Docs: docs/architecture.md.
+evaluation finds it built. Docs: docs/scale-out.md ("Order, screens and the device gate").
 """
 
 from abc import ABC, abstractmethod

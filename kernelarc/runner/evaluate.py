@@ -24,6 +24,8 @@ reference leaves it unchanged is INCORRECT_NUMERICAL (its observable result diff
 reference's); a worker payload that `torch.load(weights_only=True)` refuses, or outputs whose
 types contradict the worker's own report, are REWARD_HACK (an honest worker never sends them).
 Each round's call and those checks are `verified_call.py`'s; this module is the workload's flow.
+What the numbers and statuses mean to a user (hang deadlines, memory limits, interleaved
+timing, the thread checks): docs/runner.md.
 """
 
 import functools

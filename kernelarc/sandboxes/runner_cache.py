@@ -6,8 +6,8 @@ Place in the flow: LocalSandbox (and DockerSandbox, in its pool dir) points ever
 The dir is owned by that uid with mode 0700 and outlives the runner, so a candidate finds what
 earlier candidates of the same identity compiled (a guard re-run of a `torch.compile` candidate
 does not compile it again); the other identity's dir is closed to it, so a candidate never
-writes where the spare started beside it reads. What a hostile candidate can do with its
-identity's cache, and why that is acceptable, is in docs/architecture.md ("Compile caches").
+writes where the spare started beside it reads. The jail bind-mounts only the runner's own
+identity dir writable; in Docker it is `/work/eval/cache/<uid>-<gid>/` (gone with the container).
 
 With per-candidate JIT caches (a sandbox with a build cache and no shared `cache_dir`, as
 campaigns run), Triton's and Inductor's caches are the runner's own instead
@@ -17,6 +17,22 @@ A dir that grew past `limit_bytes` is emptied once no runner of its identity is 
 candidate that fills it only costs the next ones a recompile). Without a root given, the
 sandbox makes its own (`kernelarc_cache_<host>_*`, removed by `close()`, swept like the eval
 dirs when the host was killed).
+
+What a hostile candidate can do with its identity's cache, and why that is acceptable: it can
+write anything there, and later candidates of that identity in that sandbox load what Triton
+and Inductor find (kernels and generated Python, run in their workers with the privileges they
+have anyway).
+- It cannot make another candidate pass: the judge never imports candidate code or the caches,
+  and draws inputs, computes reference outputs and compares itself, so a poisoned kernel fails
+  the candidate that loaded it. It can make a later one fail or run slower (sabotage), within
+  one identity of one sandbox; the other identity's dir (0700, not mounted) is out of reach.
+- It can keep data between its own runs. The one use is replaying outputs for inputs seen
+  before (the guard's re-timing reuses the first evaluation's input seed); a new best is then
+  confirmed on a fresh seed, with full correctness rounds and timing, which no cache can answer.
+  Static rules also block file I/O and hashing in Python sources (KA-S010, KA-S016).
+- It can fill the disk: the dir is emptied past its limit, and RLIMIT_FSIZE caps each file.
+The caches hold compiler output only: each candidate still gets a fresh process, temp dir,
+zygote and result key.
 """
 
 import logging

@@ -19,6 +19,33 @@ under the device slot's lock) each pass `run_evaluation` their side of one evalu
 What differs lives with each sandbox: how a runner is started (a subprocess forked from the
 spawn thread, a `docker exec`), whether it is still alive, how it is killed and discarded (the
 `Runner` protocol), and where spares are kept and which users they run as (`RunnerHost`).
+
+Warm spares (`sandbox.warm_spare`, default on). Most of a trivial candidate's sandbox cost was
+the fresh runner importing torch (~3 s on the development CPU). A spare is the next runner
+(`python -P -m kernelarc.runner --device D ...`) started ahead in its own fresh dir and process
+group: it imports torch and blocks on stdin until an evaluation that fits (its device, and for a
+local runner the timeout its RLIMIT_CPU was set from) sends `go` and the key; the wall-clock
+timeout starts there. Anything else, or a dead spare, gets a cold runner by the same path.
+Nothing is shared between candidates: each still gets its own process, dir, key and zygote.
+`Sandbox.prepare` starts the first spare before any evaluation; the campaign calls
+`Executor.prepare` as soon as it has its executor, with the device, `eval.timeout_s` and problem
+dir every evaluation of it uses (screens, timed runs, guard runs), so each slot's first
+candidate is warm too.
+
+When the next spare starts (`spare_start`, default `auto`): on cuda as soon as an evaluation has
+its runner, so back-to-back candidates find it ready (one core importing torch does not disturb
+GPU timing); on cpu only once the evaluation ended and everything it left is dead, so the import
+never competes with CPU timing. A spare beside a running candidate must be out of its reach (on
+CUDA there is no PID namespace, and Docker's share a container), so runners alternate between
+two uid:gid identities (`user`, `spare_user`), both without capabilities: a process of one can
+neither signal nor ptrace the other's, nor enter its 0700 dir. Where two identities cannot be
+kept apart (no jail, one user, a non-root Docker host) the spare waits for the end. What the
+identities cannot split is process limits: RLIMIT_NPROC counts per uid locally, but Docker's
+pids limit is the container's, so a candidate that hit it while a spare started beside it has
+its container replaced. What they do not share: anything writable (each identity has its own
+compile cache dir, `runner_cache.py`). Several sandboxes of one host use the same two default
+identities; give each its own pair to keep them apart too. Numbers: docs/benchmarks.md,
+"Sandbox overhead per candidate".
 """
 
 import time

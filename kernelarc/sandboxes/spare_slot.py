@@ -10,7 +10,7 @@ spare only moves the runner's start-up (the ~3 s torch import) off the candidate
 sandbox starts it when an evaluation has ended (its runner and every process it left are dead
 by then) on cpu, so the import never overlaps a candidate's CPU timing; on cuda when an
 evaluation takes its runner, as the other of two users, so the running candidate cannot reach
-it (docs/architecture.md, "Warm spare runners").
+it (the rules and why: `runner_lifecycle.py`).
 
 A spare fits a request with the same key (device, and the timeout its limits were computed
 for) while it is alive; `take` hands it out once, else the caller starts a runner itself (a

@@ -41,7 +41,7 @@ class TimingConfig(RecordModel):
     interleave: bool = True
     """KernelArc addition: after the official timing, time the reference and the solution again
     in alternating blocks (ABBA order) in one session, for a repeatable speedup with a
-    confidence interval (`Performance.speedup_ci_*`; docs/architecture.md "Interleaved
+    confidence interval (`Performance.speedup_ci_*`; docs/runner.md "Interleaved
     timing"). Needs `time_reference`; the official numbers are unchanged by it."""
     block_calls: int = Field(default=10, ge=1)
     """Timed calls per interleaved block (never more than `iterations`)."""
@@ -76,7 +76,7 @@ class TimingConfig(RecordModel):
 
 
 class HangPolicy(RecordModel):
-    """When the judge calls a silent candidate hung (docs/architecture.md, "Hung candidates").
+    """When the judge calls a silent candidate hung (docs/runner.md, "Hung candidates").
 
     Per workload the candidate may take `allowance_s` (plus the build timeout for the workload
     that imports a C++ solution) plus `reference_factor` times the reference's own time for the

@@ -19,7 +19,8 @@ which can be after the first call, during timing: both thread-injection checks (
 and the official evaluator's, which compares the thread count after the first call with the
 count after timing) then report a reward hack, on some workloads and not others. With one
 compile thread everything is compiled in the calling thread, during the first call of each
-shape, and no thread starts afterwards (docs/architecture.md, "Compiled candidates").
+shape, and no thread starts afterwards (docs/runner.md, "Compiled candidates and the thread
+checks").
 """
 
 import logging
