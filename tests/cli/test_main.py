@@ -94,7 +94,7 @@ def test_export_of_a_non_run_dir_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_ci_runs_exactly_the_readme_test_command() -> None:
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     ci = (root / ".ci" / "run").read_text()
     readme = (root / "README.md").read_text()
     assert "exec ./scripts/test.sh" in ci
