@@ -78,6 +78,10 @@ def run_campaign(
     return finish_campaign(campaign, throughput)
 
 
+JOIN_POLL_S = 0.5
+"""How often the main thread wakes while the agents run, to raise a pending Ctrl-C."""
+
+
 def run_assembled(
     campaign: AssembledCampaign,
     tracker: Tracker,
@@ -136,7 +140,11 @@ def run_assembled(
         for thread in threads:
             thread.start()
         for thread in threads:
-            thread.join()
+            # A timed join returns to Python every JOIN_POLL_S: a Ctrl-C that the kernel handed
+            # to an agent thread is only raised here, and a main thread blocked in an untimed
+            # join would not see it until that agent stopped.
+            while thread.is_alive():
+                thread.join(JOIN_POLL_S)
         wall_s = time.monotonic() - started
     except BaseException:
         with c.state.lock:

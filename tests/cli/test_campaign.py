@@ -167,6 +167,11 @@ def test_a_piped_campaign_prints_progress_and_one_correct_next_steps_block(
     assert leftovers(tmpdir_) == [], "lock files or sandbox dirs left in the temp dir"
 
 
+def _default_sigint() -> None:
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.slow
 def test_ctrl_c_stops_cleanly_marks_the_run_and_says_how_to_resume(tmp_path: Path) -> None:
     problem = _problem(tmp_path)
@@ -182,6 +187,10 @@ def test_ctrl_c_stops_cleanly_marks_the_run_and_says_how_to_resume(tmp_path: Pat
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        # As from an interactive shell: Ctrl-C neither ignored nor blocked, whatever this
+        # pytest worker inherited (a fresh-clone CI run once saw the campaign finish with rc 0,
+        # as if the SIGINT never arrived).
+        preexec_fn=_default_sigint,
     )
     try:
         # The eager reference is recorded first; the torch.compile candidates take long.

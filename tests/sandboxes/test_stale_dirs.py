@@ -100,8 +100,13 @@ def test_a_killed_hosts_dirs_are_swept_and_a_live_hosts_are_not() -> None:
         dead.wait()
         assert _gone(doomed) == []  # its runners died with it; their dirs did not
         leftovers = _owned_by(dead.pid)
-        assert in_flight in leftovers
-        assert any(p.name.startswith("kernelarc_host_") for p in leftovers)
+        # A sandbox made meanwhile by a test in another xdist worker sweeps the temp root too
+        # and may have removed them already (fresh-clone CI run, 2026-12-04): either they are
+        # still here for the sweep below, or that sweep took them; never do they outlive one.
+        swept_elsewhere = not in_flight.exists()
+        if not swept_elsewhere:
+            assert in_flight in leftovers
+            assert any(p.name.startswith("kernelarc_host_") for p in leftovers)
         live_dirs = _owned_by(live.pid)
         assert live_spare in live_dirs
 
