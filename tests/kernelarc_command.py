@@ -15,6 +15,14 @@ KERNELARC = Path(sys.executable).parent / "kernelarc"
 """The console script of this environment (`.venv/bin/kernelarc`)."""
 
 SAMPLES = Path(__file__).resolve().parent / "samples"
+VECTOR_ADD = SAMPLES / "problems" / "vector_add"
+
+
+def copy_vector_add(tmp_path: Path) -> Path:
+    """The vector_add sample problem copied to `tmp_path/my_problem` (a user's own problem dir)."""
+    folder = tmp_path / "my_problem"
+    shutil.copytree(VECTOR_ADD, folder)
+    return folder
 
 
 @contextmanager

@@ -4,11 +4,9 @@ progress and closing lines, Ctrl-C, and a sweep with a failing job."""
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,27 +15,11 @@ from kernelarc.problems.builtin_set import builtin_names
 from kernelarc.tracking import keys
 from tests.kernelarc_command import (
     KERNELARC,
-    SAMPLES,
+    copy_vector_add,
     kernelarc_env,
     leftovers,
-    private_tmpdir,
     run_kernelarc,
 )
-
-VECTOR_ADD = SAMPLES / "problems" / "vector_add"
-
-
-@pytest.fixture
-def tmpdir_() -> Iterator[Path]:
-    with private_tmpdir() as path:
-        yield path
-
-
-def _problem(tmp_path: Path) -> Path:
-    folder = tmp_path / "my_problem"
-    shutil.copytree(VECTOR_ADD, folder)
-    return folder
-
 
 # --- errors before anything is created ------------------------------------------------------
 
@@ -124,7 +106,7 @@ def test_a_piped_campaign_prints_progress_and_one_correct_next_steps_block(
 ) -> None:
     """The compiler's first candidate is the reference as-is: it passes, and it must not be
     presented as a kernel the campaign found."""
-    problem = _problem(tmp_path)
+    problem = copy_vector_add(tmp_path)
     args = ["campaign", f"problem={problem}", "agents.team=[compiler]", "budget.candidates=1"]
     args += ["hydra.run.dir=run"]
     proc = run_kernelarc(args, tmp_path, tmpdir_, {"KERNELARC_PROGRESS_INTERVAL_S": "1"})
@@ -174,7 +156,7 @@ def _default_sigint() -> None:
 
 @pytest.mark.slow
 def test_ctrl_c_stops_cleanly_marks_the_run_and_says_how_to_resume(tmp_path: Path) -> None:
-    problem = _problem(tmp_path)
+    problem = copy_vector_add(tmp_path)
     run_dir = tmp_path / "run"
     args = ["campaign", f"problem={problem}", "agents.team=[compiler]", "budget.candidates=4"]
     args += [f"hydra.run.dir={run_dir}"]
@@ -230,7 +212,7 @@ def test_a_sweep_runs_every_job_and_lists_the_failures(tmp_path: Path) -> None:
     problem (a vector add has no matmul to rewrite; the Triton strategies would apply, through
     generated kernels): each says why once, and the campaign says why the budget was not
     spent."""
-    problem = _problem(tmp_path)
+    problem = copy_vector_add(tmp_path)
     args = ["campaign", "-m", f"problem=no_such_problem,{problem}", "tracking=none"]
     args += ["agents.team=[library,precision]", "budget.candidates=3", "hydra.sweep.dir=sweep"]
     proc = run_kernelarc(args, tmp_path)

@@ -2,27 +2,9 @@
 solution that does not compile, a solution for another problem; run piped, as from a script."""
 
 import json
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from tests.kernelarc_command import SAMPLES, leftovers, private_tmpdir, run_kernelarc
-
-VECTOR_ADD = SAMPLES / "problems" / "vector_add"
-
-
-@pytest.fixture
-def tmpdir_() -> Iterator[Path]:
-    with private_tmpdir() as path:
-        yield path
-
-
-def _problem(tmp_path: Path) -> Path:
-    folder = tmp_path / "my_problem"
-    shutil.copytree(VECTOR_ADD, folder)
-    return folder
+from tests.kernelarc_command import copy_vector_add, leftovers, run_kernelarc
 
 
 def _solution(tmp_path: Path, definition: str, content: str) -> Path:
@@ -47,7 +29,7 @@ def _solution(tmp_path: Path, definition: str, content: str) -> Path:
 def test_reference_checks_a_new_problem_dir_given_by_its_definition_json(
     tmp_path: Path, tmpdir_: Path
 ) -> None:
-    folder = _problem(tmp_path)
+    folder = copy_vector_add(tmp_path)
     data = json.loads((folder / "definition.json").read_text())
     data["op_typ"] = "elementwise"
     (folder / "definition.json").write_text(json.dumps(data))
@@ -82,7 +64,7 @@ def test_reference_checks_a_new_problem_dir_given_by_its_definition_json(
 def test_a_syntax_error_is_one_compile_error_naming_the_solutions_file_and_line(
     tmp_path: Path, tmpdir_: Path
 ) -> None:
-    folder = _problem(tmp_path)
+    folder = copy_vector_add(tmp_path)
     solution = _solution(
         tmp_path, "vector_add_f32", "import torch\n\ndef run(x, y):\n    z = = x\n"
     )
@@ -98,7 +80,7 @@ def test_a_syntax_error_is_one_compile_error_naming_the_solutions_file_and_line(
 
 
 def test_a_solution_for_another_definition_is_refused_up_front(tmp_path: Path) -> None:
-    folder = _problem(tmp_path)
+    folder = copy_vector_add(tmp_path)
     solution = _solution(tmp_path, "rmsnorm", "def run(x, y):\n    return x + y\n")
     proc = run_kernelarc(["eval", str(folder), "--solution", str(solution)], tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
