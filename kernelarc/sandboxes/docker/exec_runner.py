@@ -32,12 +32,12 @@ from kernelarc.sandboxes.docker.engine import DOCKER_ERRORS, EVAL_MOUNT
 from kernelarc.sandboxes.runner_accounts import Account, account_env
 from kernelarc.sandboxes.runner_cache import cache_env
 from kernelarc.sandboxes.runner_lifecycle import RunEnd
+from kernelarc.sandboxes.safe_files import write_below
 
 logger = logging.getLogger(__name__)
 
 #: Extra seconds the host waits past the runner's own deadline before it kills the container.
 HOST_GRACE_S = 15.0
-_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
 
 
 @dataclass
@@ -96,10 +96,8 @@ class ExecRunner:
             SandboxError: request.json cannot be written.
         """
         try:
-            # O_EXCL | O_NOFOLLOW: the dir is the container user's; never follow a planted link.
-            fd = os.open(self.workdir / "request.json", _NEW_FILE, 0o644)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(request_json)
+            # The dir is the container user's; never follow a planted link.
+            write_below(self.workdir, ["request.json"], request_json.encode("utf-8"))
         except OSError as exc:
             msg = f"cannot write the request into the sandbox eval dir {self.workdir}: {exc}"
             raise SandboxError(msg) from exc

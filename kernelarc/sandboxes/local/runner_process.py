@@ -27,13 +27,13 @@ from kernelarc.runner.go_line import go_line
 from kernelarc.sandboxes.local.runner_identities import Lease
 from kernelarc.sandboxes.result_file import cap_tail
 from kernelarc.sandboxes.runner_lifecycle import RunEnd
+from kernelarc.sandboxes.safe_files import write_below
 
 logger = logging.getLogger(__name__)
 
 TAIL_BYTES = 64 * 1024
 _GROUP_GONE_WAIT_S = 5.0
 _JAIL_EXIT_WAIT_S = 10.0
-_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
 
 
 @dataclass
@@ -79,10 +79,8 @@ class RunnerProcess:
         """
         del timeout_s
         try:
-            # O_EXCL | O_NOFOLLOW: the dir belongs to the sandbox user; never follow a planted link.
-            fd = os.open(self.workdir / "request.json", _NEW_FILE, 0o644)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(request_json)
+            # The dir belongs to the sandbox user; never follow a planted link.
+            write_below(self.workdir, ["request.json"], request_json.encode("utf-8"))
         except OSError as exc:
             msg = f"cannot write the request into the sandbox dir {self.workdir}: {exc}"
             raise SandboxError(msg) from exc
