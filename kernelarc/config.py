@@ -175,6 +175,12 @@ class SandboxConfig:
     a fresh process. Started on cuda when an evaluation takes its runner (as another user), on
     cpu when an evaluation ends, and for the first candidate when the campaign sets up its
     executor (sandboxes/runner_lifecycle.py). False: start each runner on demand."""
+    resident_requests: int = 64
+    """`local` only, with `warm_spare`: each runner is a resident judge that judges up to this
+    many requests of one problem, keeping the problem's inputs, reference outputs and
+    reference latency between them (kernelarc/runner/resident.py); candidates still run in
+    fresh worker processes, and what one leaves running is killed before the next. 0: a fresh
+    runner per request."""
     build_cache: bool = True
     """`local` only: keep verified builds of C++ solutions on this host (between candidates and
     campaigns), so a C++ candidate already built is not compiled again; entries are checked
@@ -199,6 +205,7 @@ class SandboxConfig:
                 **common,
                 "jail": self.jail,
                 "max_memory_gb": self.max_memory_gb,
+                "resident_requests": self.resident_requests,
                 "build_cache": cache,
             }
         return {**common, **asdict(self.docker)}

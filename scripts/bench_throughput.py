@@ -62,6 +62,7 @@ from kernelarc.config import (  # noqa: E402
     ExecutorConfig,
     GuardConfig,
     RayConfig,
+    SandboxConfig,
 )
 from kernelarc.executor.slot_plan import visible_gpus  # noqa: E402
 from kernelarc.problems.builtin_set import resolve_problem  # noqa: E402
@@ -91,6 +92,7 @@ class Args:
     json_path: Path
     out_dir: Path
     screens: list[int]
+    resident: list[int]
 
 
 def _parse(argv: list[str]) -> Args | list[Path]:
@@ -119,6 +121,12 @@ def _parse(argv: list[str]) -> Args | list[Path]:
         default="3",
         help="executor.screens_per_timed_gpu values, one campaign each (e.g. 0,3)",
     )
+    parser.add_argument(
+        "--resident",
+        default="64",
+        help="sandbox.resident_requests values, one campaign each (e.g. 0,64; 0 = a fresh runner "
+        "per evaluation)",
+    )
     parser.add_argument("--compare", nargs="+", type=Path, help="JSON results to tabulate only")
     ns = parser.parse_args(argv)
     if ns.compare:
@@ -143,6 +151,7 @@ def _parse(argv: list[str]) -> Args | list[Path]:
         json_path=ns.json_path,
         out_dir=ns.out_dir or Path(tempfile.mkdtemp(prefix="kernelarc-bench-")),
         screens=[int(x) for x in ns.screens.split(",") if x.strip()],
+        resident=[int(x) for x in ns.resident.split(",") if x.strip()],
     )
 
 
@@ -196,12 +205,14 @@ def _fixed_cost(args: Args) -> float:
         return min(sandbox.evaluate(request, timeout_s=args.timeout_s).wall_s for _ in range(2))
 
 
-def _campaign(args: Args, executor: str, gpus: int, screens: int, time_s: float) -> dict[str, Any]:
+def _campaign(
+    args: Args, executor: str, gpus: int, screens: int, resident: int, time_s: float
+) -> dict[str, Any]:
     ray = RayConfig(address="local", num_gpus=gpus if args.device == "cuda" else None)
     if args.device == "cpu":
         ray = RayConfig(address="local", num_cpus=2)
     cfg = CampaignConfig(
-        name=f"bench-{executor}-{gpus}-s{screens}",
+        name=f"bench-{executor}-{gpus}-s{screens}-r{resident}",
         problem=args.problem,
         workloads=args.workloads,
         seed=0,
@@ -210,6 +221,7 @@ def _campaign(args: Args, executor: str, gpus: int, screens: int, time_s: float)
         eval=EvalConfig(timeout_s=args.timeout_s),
         agents=AgentsConfig(team=list(args.team)),
         guard=GuardConfig(enabled=args.guard),
+        sandbox=SandboxConfig(resident_requests=resident),
         executor=ExecutorConfig(
             kind=executor,
             gpus=visible_gpus()[:gpus] if args.device == "cuda" else None,
@@ -228,6 +240,7 @@ def _campaign(args: Args, executor: str, gpus: int, screens: int, time_s: float)
         "executor": executor,
         "gpus": gpus,
         "screens": screens,
+        "resident": resident,
         "run_dir": str(run_dir),
         "latencies": _latencies(run_dir),
         "attempts": summary.attempts,
@@ -310,20 +323,26 @@ def main(argv: list[str]) -> int:
     fixed_cost = round(_fixed_cost(args), 3)
     result["sandbox_fixed_cost_s"] = fixed_cost
     script_start = time.monotonic()
-    arms = [(gpus, screens) for gpus in args.gpu_counts for screens in args.screens]
-    for index, (gpus, screens) in enumerate(arms):
+    arms = [
+        (gpus, screens, resident)
+        for gpus in args.gpu_counts
+        for screens in args.screens
+        for resident in args.resident
+    ]
+    for index, (gpus, screens, resident) in enumerate(arms):
         started = time.monotonic()
         # Each campaign's wall-clock budget: a fair share of what is left before the watchdog,
         # less a margin for the evaluation in flight at its deadline.
         left = args.max_wall_s - (started - script_start) - fixed_cost
         share = max(1.0, WALL_SHARE * left / (len(arms) - index))
         try:
-            run = _campaign(args, executor, gpus, screens, share)
+            run = _campaign(args, executor, gpus, screens, resident, share)
         except Exception as exc:  # report and go on with the next arm
             run = {
                 "executor": executor,
                 "gpus": gpus,
                 "screens": screens,
+                "resident": resident,
                 "error": f"{type(exc).__name__}: {exc}",
             }
         run["script_wall_s"] = round(time.monotonic() - started, 1)

@@ -10,13 +10,59 @@ import statistics
 from typing import Any
 
 
+def arm(run: dict[str, Any]) -> str:
+    """The screens/GPU cell of a run, with its resident-judge setting when it has one."""
+    screens = str(run.get("screens", ""))
+    if "resident" not in run:
+        return screens
+    resident = run["resident"]
+    return f"{screens}, {'resident ' + str(resident) if resident else 'one-off runners'}"
+
+
+def _ratios(run: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+    """Latency ratios (run / base) over the candidates both timed: count, median, min, max."""
+    theirs = base.get("latencies", {})
+    mine = run.get("latencies", {})
+    ratios = [mine[k] / theirs[k] for k in sorted(set(mine) & set(theirs)) if theirs[k] > 0]
+    return {
+        "common_candidates": len(ratios),
+        "median_ratio": round(statistics.median(ratios), 4) if ratios else None,
+        "min_ratio": round(min(ratios), 4) if ratios else None,
+        "max_ratio": round(max(ratios), 4) if ratios else None,
+    }
+
+
+def resident_agreement(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each arm with a resident judge against the arm with one-off runners (same GPUs and
+    screens), over the candidates both timed: does keeping the judge change a latency?"""
+    out = []
+    for run in runs:
+        if not run.get("resident"):
+            continue
+        base = [
+            r
+            for r in runs
+            if r.get("resident") == 0
+            and r["gpus"] == run["gpus"]
+            and r.get("screens") == run.get("screens")
+        ]
+        if base:
+            out.append({"gpus": run["gpus"], "resident": run["resident"], **_ratios(run, base[0])})
+    return out
+
+
 def disturbance(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per GPU count: each arm with screens against the arm without, over the candidates both
     timed: the median latency ratio (with screens / without), min and max."""
     out = []
     for run in runs:
         alone = [
-            r for r in runs if r.get("screens") == 0 and r["gpus"] == run["gpus"] and r is not run
+            r
+            for r in runs
+            if r.get("screens") == 0
+            and r["gpus"] == run["gpus"]
+            and r.get("resident") == run.get("resident")
+            and r is not run
         ]
         if not run.get("screens") or not alone:
             continue
@@ -89,12 +135,11 @@ def table(result: dict[str, Any]) -> str:
         t = run.get("throughput")
         if not t:
             lines.append(
-                f"| {run['executor']} | {run['gpus']} | {run.get('screens')} | "
-                f"failed: {run.get('error')} |"
+                f"| {run['executor']} | {run['gpus']} | {arm(run)} | failed: {run.get('error')} |"
             )
             continue
         lines.append(
-            f"| {t['executor']} | {run['gpus']} | {run.get('screens', '')} | {t['candidates']} | "
+            f"| {t['executor']} | {run['gpus']} | {arm(run)} | {t['candidates']} | "
             f"{t['candidates_per_min']:.2f} | {t['candidates_per_min_per_gpu']:.2f} | "
             f"{t['timed_busy_fraction']:.0%} | {t['queue_wait_s_mean']:.1f}/"
             f"{t['queue_wait_s_max']:.1f} | {t['sandbox_s_mean']:.2f} | "
@@ -112,6 +157,12 @@ def table(result: dict[str, Any]) -> str:
         lines.append(
             f"\nDisturbance, {d['gpus']} GPU(s), {d['screens']} screens/GPU: candidate latency "
             f"with screens / without, over {d['common_candidates']} candidates both timed: "
+            f"median {d['median_ratio']}, min {d['min_ratio']}, max {d['max_ratio']}"
+        )
+    for d in resident_agreement(result.get("runs", [])):
+        lines.append(
+            f"\nResident judge ({d['resident']} requests) / one-off runners, {d['gpus']} GPU(s): "
+            f"candidate latency over {d['common_candidates']} candidates both timed: "
             f"median {d['median_ratio']}, min {d['min_ratio']}, max {d['max_ratio']}"
         )
     if result.get("ray_missing"):
@@ -156,7 +207,7 @@ def stage_table(result: dict[str, Any]) -> str:
         waits = sum(stages.get(f"{k}_queue_wait", 0.0) for k in ("screen", "timing", "guard"))
         gates = sum(stages.get(f"{k}_gate_wait", 0.0) for k in ("screen", "timing", "guard"))
         lines.append(
-            f"| {t['executor']} | {run['gpus']} | {run.get('screens', '')} | {cells} | "
+            f"| {t['executor']} | {run['gpus']} | {arm(run)} | {cells} | "
             f"{waits:.1f} | {gates:.1f} | "
             f"{t.get('builds', 0)} ({t.get('build_cache_hits', 0)}) |"
         )
@@ -194,7 +245,7 @@ def timed_run_table(result: dict[str, Any]) -> str:
         slot = stages.get("timing", 0.0) / count
         cells = " | ".join(f"{v:.2f}" for v in inside)
         lines.append(
-            f"| {t['executor']} | {run['gpus']} | {run.get('screens', '')} | "
+            f"| {t['executor']} | {run['gpus']} | {arm(run)} | "
             f"{timed} | {slot:.2f} | {cells} | {slot - sum(inside):.2f} |"
         )
     return "\n".join(lines)

@@ -4,8 +4,10 @@
 `python -P -m kernelarc.runner --device DEVICE REQUEST.json RESULT.json` is a *spare*: it imports
 torch first, then waits for a `go` line on stdin and only then reads REQUEST.json (which need
 not exist before `go`). A sandbox starts a spare before the candidate arrives, so the ~3 s
-import is off the candidate's path, and still gives every candidate a fresh process (see
-`kernelarc/sandboxes/spare_slot.py`). EOF instead of `go` ends a spare quietly (a discarded spare).
+import is off the candidate's path (see `kernelarc/sandboxes/spare_slot.py`). EOF instead of
+`go` ends a spare quietly (a discarded spare). With `--resident MAX_REQUESTS` after `--device`
+the spare is a resident judge that serves request after request of one problem
+(`resident.py`).
 
 This process is the judge; candidate code runs only in worker processes it forks (see
 `evaluate.py`). Order matters here:
@@ -40,47 +42,15 @@ from typing import Any
 os.dup2(2, 1)
 
 from kernelarc.runner.go_line import BadGoLine, lead_own_group, start_deadline, wait_for_go  # noqa: E402
-from kernelarc.runner.outcome import UNKNOWN_ENVIRONMENT, Outcome, make_trace  # noqa: E402
-from kernelarc.runner.result_key import read_result_key, set_dumpable, signed_result  # noqa: E402
+from kernelarc.runner.result_key import read_result_key, set_dumpable  # noqa: E402
+from kernelarc.runner.result_writer import crash_traces, write_result  # noqa: E402
 from kernelarc.runner.run_facts import RunFacts  # noqa: E402
 from kernelarc.runner.self_check import setup_problems  # noqa: E402
-from kernelarc.schema import EvalRequest, EvalStatus, Trace  # noqa: E402
+from kernelarc.schema import EvalRequest, Trace  # noqa: E402
 
 set_dumpable(False)
 
 logger = logging.getLogger("kernelarc.runner")
-
-
-def _write_result(
-    path: Path,
-    request: EvalRequest,
-    traces: dict[int, Trace],
-    facts: RunFacts,
-    key: bytes,
-    setup_error: str | None = None,
-) -> None:
-    """The signed result: traces in request order (null where none yet), the run's facts, and
-    the judge's own set-up failure if any."""
-    listed = [traces.get(i) for i in range(len(request.workloads))]
-    payload: dict[str, Any] = {
-        "traces": [t.model_dump(mode="json") if t is not None else None for t in listed],
-        **facts.payload(),
-    }
-    if setup_error is not None:
-        payload["setup_error"] = setup_error
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(signed_result(payload, key), encoding="utf-8")
-    tmp.replace(path)
-
-
-def _crash_traces(
-    request: EvalRequest, traces: dict[int, Trace], skipped: list[int], log: str
-) -> None:
-    logger.error("%s", log)
-    crash = Outcome(EvalStatus.RUNTIME_ERROR, log)
-    for index, workload in enumerate(request.workloads):
-        if index not in traces and index not in skipped:
-            traces[index] = make_trace(request, workload, UNKNOWN_ENVIRONMENT, crash)
 
 
 def _run(request: EvalRequest, root: Path, result_path: Path, refused: str | None) -> None:
@@ -98,7 +68,7 @@ def _run(request: EvalRequest, root: Path, result_path: Path, refused: str | Non
             from kernelarc.runner.memory_limit import apply_address_space
 
             apply_address_space(request)  # before any worker exists: they inherit it
-            zygote = start_zygote(request, root)
+            zygote = start_zygote(request.device, root)
     except Exception:
         crash_log = "runner failed to start:\n" + traceback.format_exc()
         setup_error = crash_log[-2000:]
@@ -107,28 +77,35 @@ def _run(request: EvalRequest, root: Path, result_path: Path, refused: str | Non
         if zygote is not None:
             for index, trace in evaluate_request(request, root, zygote, facts):
                 traces[index] = trace
-                _write_result(result_path, request, traces, facts, key)
+                write_result(result_path, request, traces, facts, key)
     except Exception:
         crash_log = "runner crashed:\n" + traceback.format_exc()
     finally:
         if zygote is not None:
             zygote.close()
     if len(traces) + len(facts.skipped) < len(request.workloads):
-        _crash_traces(request, traces, facts.skipped, crash_log)
-    _write_result(result_path, request, traces, facts, key, setup_error)
+        crash_traces(request, traces, facts.skipped, crash_log)
+    write_result(result_path, request, traces, facts, key, setup_error, complete=True)
 
 
-_USAGE = "usage: python -P -m kernelarc.runner [--device cpu|cuda] REQUEST.json RESULT.json"
+_USAGE = (
+    "usage: python -P -m kernelarc.runner [--device cpu|cuda [--resident MAX_REQUESTS]] "
+    "REQUEST.json RESULT.json"
+)
 
 
-def _parse(argv: list[str]) -> tuple[str | None, list[str]] | None:
-    """(--device or None, the two paths), or None on bad usage."""
-    device = None
+def _parse(argv: list[str]) -> tuple[str | None, int, list[str]] | None:
+    """(--device or None, --resident's MAX_REQUESTS or 0, the two paths), or None on bad usage."""
+    device, resident = None, 0
     if argv[:1] == ["--device"]:
         if len(argv) < 2 or argv[1] not in ("cpu", "cuda"):
             return None
         device, argv = argv[1], argv[2:]
-    return (device, argv) if len(argv) == 2 else None
+        if argv[:1] == ["--resident"]:
+            if len(argv) < 2 or not argv[1].isdigit() or int(argv[1]) < 1:
+                return None
+            resident, argv = int(argv[1]), argv[2:]
+    return (device, resident, argv) if len(argv) == 2 else None
 
 
 def _cpu_environment() -> None:
@@ -199,7 +176,7 @@ def main(argv: list[str]) -> int:
     if parsed is None:
         logger.error("%s < [go line] KEY", _USAGE)
         return 2
-    device, paths = parsed
+    device, resident, paths = parsed
     problems = setup_problems()  # before any candidate code exists: the judge's own set-up
     for problem in problems:
         logger.error("sandbox set-up: %s", problem)
@@ -227,6 +204,10 @@ def main(argv: list[str]) -> int:
         )
     if refused is None and _may_compile(request):
         _preload_compile()
+    if resident and refused is None and device is not None:
+        from kernelarc.runner.resident import serve
+
+        return serve(request_path, result_path, Path.cwd().resolve(), device, resident)
     _run(request, Path.cwd().resolve(), result_path, refused)
     return 0
 

@@ -47,13 +47,14 @@ from kernelarc.runner.memory_limit import worker_killed_note
 from kernelarc.runner.outcome import Outcome, exception_log, make_trace
 from kernelarc.runner.phase_times import PhaseTimes
 from kernelarc.runner.reference_side import generate, import_allowance_s, time_reference
+from kernelarc.runner.resident_cache import ProblemCache
 from kernelarc.runner.run_facts import RunFacts
 from kernelarc.runner.staging import load_reference
 from kernelarc.runner.stream_order import StreamCursor, evaluation_order
 from kernelarc.runner.timing import timing_method
 from kernelarc.runner.verified_call import check_probes, ensure_worker, probe, verified_call
 from kernelarc.runner.worker import worker_main
-from kernelarc.runner.worker_client import WorkerDied, WorkerTimedOut
+from kernelarc.runner.worker_client import WorkerClient, WorkerDied, WorkerTimedOut
 from kernelarc.runner.zygote import Zygote
 from kernelarc.schema import EvalRequest, EvalStatus, Performance, Trace, Workload
 
@@ -62,35 +63,61 @@ logger = logging.getLogger(__name__)
 _TIMING_METHODS = frozenset({"cupti", "cuda_events", "cpu_monotonic"})
 
 
-def start_zygote(request: EvalRequest, root: Path) -> Zygote:
-    """Fork the worker zygote; call before touching CUDA, the reference or any secret."""
-    return Zygote(functools.partial(worker_main, request=request, root=root))
+def start_zygote(device: str, root: Path) -> Zygote:
+    """Fork the worker zygote; call before touching CUDA, the reference or any secret. Its
+    workers write their candidate under `root/src` and, on `cuda`, make their CUDA context
+    before they know it."""
+    return Zygote(functools.partial(worker_main, device=device, root=root))
+
+
+def prestart_worker(zygote: Zygote) -> WorkerClient | None:
+    """A worker forked now for the next candidate (None when the fork fails: the candidate's
+    own start will say why)."""
+    try:
+        return WorkerClient(zygote)
+    except WorkerDied as exc:
+        logger.warning("cannot pre-start a worker: %s", exc)
+        return None
 
 
 def evaluate_request(
-    request: EvalRequest, root: Path, zygote: Zygote, facts: RunFacts | None = None
+    request: EvalRequest,
+    root: Path,
+    zygote: Zygote,
+    facts: RunFacts | None = None,
+    *,
+    cache: ProblemCache | None = None,
+    prestarted: WorkerClient | None = None,
 ) -> Iterator[tuple[int, Trace]]:
-    """Evaluate the request's workloads in `workload_order`: (request index, trace) each."""
+    """Evaluate the request's workloads in `workload_order`: (request index, trace) each.
+
+    `cache`: a resident judge's inputs, reference outputs and latencies of this problem;
+    `prestarted`: a worker forked ahead for the candidate (else, on CUDA, one is forked at once,
+    so that its CUDA context is made while the judge loads the reference)."""
     facts = facts if facts is not None else RunFacts()
+    if prestarted is None and request.device == "cuda":
+        prestarted = prestart_worker(zygote)
     environment = describe_environment(request.device)
     try:
-        module: ModuleType = load_reference(request.definition, root)
-        reference: Fn = module.run
-        entry_name = request.definition.custom_inputs_entrypoint
-        custom: CustomFn | None = getattr(module, entry_name) if entry_name else None
+        reference, custom = _reference_of(request, root, cache)
     except Exception:
+        if prestarted is not None:
+            prestarted.stop()
         failed = Outcome(EvalStatus.INVALID_REFERENCE, exception_log("reference failed to load"))
         for index, workload in enumerate(request.workloads):
             yield index, make_trace(request, workload, environment, failed)
         return
     judge = Judge(request=request, reference=reference, custom=custom, zygote=zygote, facts=facts)
+    judge.cache, judge.prestarted = cache, prestarted
+    if cache is not None:
+        cache.begin_request()
     judge.clock = WorkloadClock.for_request(request, import_allowance_s(request))
     with facts.stage("build"):
         facts.build, judge.fatal = build_before_workloads(request, root)
     if judge.fatal is None:
         with facts.stage("jit_warm_up"):
             warm_jit_caches(request, root, zygote, custom, facts, judge.clock.wall_deadline())
-    cursor = StreamCursor(request, functools.partial(generate, judge))
+    cursor = StreamCursor(request, functools.partial(generate, judge), judge.reseeded)
     order = evaluation_order(request)
     try:
         for position, index in enumerate(order):
@@ -110,6 +137,26 @@ def evaluate_request(
                 return
     finally:
         judge.discard_worker()
+        if judge.prestarted is not None:
+            judge.prestarted.stop()
+            judge.prestarted = None
+        if cache is not None:
+            facts.cache = dict(cache.counts.counts)
+
+
+def _reference_of(
+    request: EvalRequest, root: Path, cache: ProblemCache | None
+) -> tuple[Fn, CustomFn | None]:
+    """The reference's `run` and custom-inputs function: loaded once per problem by a resident
+    judge, else loaded now (errors propagate: INVALID_REFERENCE)."""
+    if cache is not None and cache.reference is not None:
+        return cache.reference, cache.custom
+    module: ModuleType = load_reference(request.definition, root)
+    entry_name = request.definition.custom_inputs_entrypoint
+    custom: CustomFn | None = getattr(module, entry_name) if entry_name else None
+    if cache is not None:
+        cache.reference, cache.custom = module.run, custom
+    return module.run, custom
 
 
 def _evaluate_in_stream(
@@ -179,7 +226,7 @@ def _evaluate_workload(judge: Judge, index: int, workload: Workload) -> Outcome:
     if timed.error:
         raise stop(EvalStatus.RUNTIME_ERROR, timed.error)
     with times.phase("reference timing"), judge.facts.stage("reference_timing"):
-        reference_latency, notes = time_reference(judge, inputs)
+        reference_latency, notes = time_reference(judge, workload, inputs)
     judge.phase = "timing probe"
     probe(judge, worker, index, workload, tally)
     observed_s, transfer_s = min(tally.warm)

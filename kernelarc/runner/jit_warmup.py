@@ -85,14 +85,16 @@ def warm_jit_caches(
     share = request.device == "cuda" and sharing_supported()
     limit = request.workload_timeout_s
     workers: list[WorkerClient] = []
+    request_json = request.model_dump_json().encode("utf-8")
     try:
         for _ in range(count):
             worker = WorkerClient(zygote, share_cuda=share)
+            workers.append(worker)
             worker.budget = Budget(
                 limit_s=WARM_UP_BUDGET_S if limit is None else min(limit, WARM_UP_BUDGET_S),
                 wall_deadline=wall_deadline,
             )
-            workers.append(worker)
+            worker.setup(request_json)
         for worker in workers:
             ready = worker.wait_ready()
             if ready.kind != "ready":

@@ -1,9 +1,10 @@
 """The judge's per-run state and the way a workload ends early (shared by `evaluate.py` and
 `reference_side.py`)."""
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelarc.runner.correctness import WorstErrors
 from kernelarc.runner.hang_deadline import WorkloadClock
@@ -11,10 +12,14 @@ from kernelarc.runner.inputs import CustomFn
 from kernelarc.runner.memory_limit import OomWatch
 from kernelarc.runner.outcome import Outcome
 from kernelarc.runner.phase_times import PhaseTimes
+from kernelarc.runner.resident_cache import seed_key
 from kernelarc.runner.run_facts import RunFacts
 from kernelarc.runner.worker_client import WorkerClient
 from kernelarc.runner.zygote import Zygote
 from kernelarc.schema import EvalRequest, EvalStatus
+
+if TYPE_CHECKING:
+    from kernelarc.runner.resident_cache import ProblemCache
 
 Fn = Callable[..., Any]
 
@@ -58,6 +63,32 @@ class Judge:
     """Where the current workload's time goes (logged at its end)."""
     oom: OomWatch = field(default_factory=OomWatch)
     """The out-of-memory killer's counters at the workload's start."""
+    cache: "ProblemCache | None" = None
+    """What a resident judge keeps across requests (`resident_cache.py`); None: nothing."""
+    prestarted: WorkerClient | None = None
+    """A worker forked ahead (its CUDA context made), waiting for its `setup`."""
+    draw_key: str | None = None
+    """Where the RNG stream stands, as a hash of its seed and every draw since (the cache's
+    key of the next draw); None when unknown."""
+    last_draw: tuple[str, list[Any]] | None = None
+    """The key and inputs of the last draw (the reference cache's key for those inputs)."""
+
+    @functools.cached_property
+    def request_json(self) -> bytes:
+        """The request as a worker's `setup` gets it."""
+        return self.request.model_dump_json().encode("utf-8")
+
+    def reseeded(self, seed: int) -> None:
+        """The request's RNG stream was seeded: its key starts again."""
+        self.draw_key = seed_key("request", seed)
+
+    def take_prestarted(self, share_cuda: bool) -> WorkerClient | None:
+        """The pre-started worker, if any is alive (then the caller's), with `share_cuda`."""
+        worker, self.prestarted = self.prestarted, None
+        if worker is None:
+            return None
+        worker.share_cuda = share_cuda
+        return worker
 
     def discard_worker(self) -> str:
         """Kill and reap the current worker; how it ended."""

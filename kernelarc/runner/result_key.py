@@ -36,21 +36,24 @@ def set_dumpable(dumpable: bool) -> bool:
     return done
 
 
-def read_result_key() -> bytes:
-    """The key line from fd 0 (empty when none was given), then fd 0 becomes /dev/null."""
+def read_result_key(*, keep_stdin: bool = False) -> bytes:
+    """The key line from fd 0 (empty when none was given), then fd 0 becomes /dev/null; with
+    `keep_stdin` (a resident judge, whose next go line comes later) fd 0 stays, and the line is
+    read one byte at a time so that nothing after it is consumed."""
     data = b""
     try:
         if not os.isatty(0):
             while b"\n" not in data and len(data) < _MAX_KEY_LINE:
-                chunk = os.read(0, _MAX_KEY_LINE - len(data))
+                chunk = os.read(0, 1 if keep_stdin else _MAX_KEY_LINE - len(data))
                 if not chunk:
                     break
                 data += chunk
     except OSError:
         data = b""
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
+    if not keep_stdin:
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
     try:
         return bytes.fromhex(data.decode("ascii").strip())
     except ValueError:

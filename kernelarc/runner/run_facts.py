@@ -37,6 +37,10 @@ class RunFacts:
     """Request indices of workloads not evaluated because an earlier one failed (a screen)."""
     jit_cache: JitSnapshot | None = None
     """The JIT cache files after a warm-up (`jit_warmup.py`), hashed."""
+    cache: dict[str, int] = field(default_factory=dict)
+    """A resident judge's cache hits and misses in this request (`resident_cache.py`)."""
+    resident: dict[str, float] = field(default_factory=dict)
+    """A resident judge's request count and age (`resident.py`); empty for a one-off runner."""
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -58,4 +62,6 @@ class RunFacts:
             "build": self.build.model_dump(mode="json") if self.build else None,
             "skipped": list(self.skipped),
             "jit_cache": self.jit_cache.model_dump(mode="json") if self.jit_cache else None,
+            "cache": dict(self.cache),
+            "resident": dict(self.resident),
         }

@@ -27,19 +27,31 @@ class StreamCursor:
     """Where the request-order RNG stream stands: at the start of workload `at` (None: unknown,
     after a workload that stopped between rounds)."""
 
-    def __init__(self, request: EvalRequest, draw: Callable[[Workload], object]) -> None:
-        """`draw(workload)` draws one round's inputs of `workload` (they are discarded here)."""
+    def __init__(
+        self,
+        request: EvalRequest,
+        draw: Callable[[Workload], object],
+        reseeded: Callable[[int], None] | None = None,
+    ) -> None:
+        """`draw(workload)` draws one round's inputs of `workload` (they are discarded here);
+        `reseeded(seed)` is called after each seeding (the judge's stream key)."""
         self._request = request
         self._draw = draw
-        seed_everything(request.seed)
+        self._reseeded = reseeded
+        self._seed()
         self.at: int | None = 0
+
+    def _seed(self) -> None:
+        seed_everything(self._request.seed)
+        if self._reseeded is not None:
+            self._reseeded(self._request.seed)
 
     def move_to(self, index: int) -> None:
         """Make the stream stand at the start of workload `index`; raises what `draw` raises."""
         if self.at == index:
             return
         self.at = None
-        seed_everything(self._request.seed)
+        self._seed()
         for workload in self._request.workloads[:index]:
             for _ in range(self._request.correctness_rounds):
                 self._draw(workload)

@@ -14,6 +14,7 @@ own report (an honest worker never sends them).
 
 import logging
 import random
+import sys
 import time
 from typing import Any
 
@@ -33,6 +34,7 @@ from kernelarc.runner.judge_state import Judge, Stop, Tally, stop
 from kernelarc.runner.memory_limit import allocation_failure, worker_out_of_memory
 from kernelarc.runner.outcome import Outcome
 from kernelarc.runner.reference_side import generate, run_reference
+from kernelarc.runner.resident_cache import seed_key
 from kernelarc.runner.worker_client import RunResult, WorkerClient, WorkerDied
 from kernelarc.schema import EvalStatus, Workload
 
@@ -54,9 +56,8 @@ def ensure_worker(judge: Judge) -> WorkerClient:
     judge.clock.worker_started()
     logger.info("starting a solution worker")
     with judge.facts.stage("worker_start"):
-        judge.worker = WorkerClient(judge.zygote, share_cuda=share)
-        judge.worker.budget = judge.clock.budget
-        ready = judge.worker.wait_ready()
+        judge.worker = worker = _prestarted_or_new(judge, share)
+        ready = worker.wait_ready()
     if ready.kind == "import_error":
         judge.fatal = Outcome(EvalStatus.RUNTIME_ERROR, f"solution failed to import\n{ready.error}")
     elif ready.kind == "compile_error":
@@ -70,15 +71,38 @@ def ensure_worker(judge: Judge) -> WorkerClient:
     return judge.worker
 
 
+def _prestarted_or_new(judge: Judge, share: bool) -> WorkerClient:
+    """The pre-started worker given the request (a fresh one when it died waiting: that is
+    no fault of the candidate), else a worker forked now."""
+    assert judge.clock is not None
+    worker = judge.take_prestarted(share)
+    if worker is not None:
+        worker.budget = judge.clock.budget
+        try:
+            worker.setup(judge.request_json)
+            return worker
+        except WorkerDied as exc:
+            logger.warning("the pre-started worker was gone (%s); forking another", exc)
+            worker.stop()
+    worker = WorkerClient(judge.zygote, share_cuda=share)
+    worker.budget = judge.clock.budget
+    worker.setup(judge.request_json)
+    return worker
+
+
 def probe(judge: Judge, worker: WorkerClient, index: int, workload: Workload, tally: Tally) -> None:
     """One more verified call on fresh inputs from a forked RNG (the request's stream stays)."""
     req = judge.request
     devices = [torch.cuda.current_device()] if req.device == "cuda" else []
     python_state = random.getstate()
+    numpy = sys.modules.get("numpy")
+    numpy_state = numpy.random.get_state() if numpy is not None else None
+    stream_key = judge.draw_key
     with torch.random.fork_rng(devices=devices):
         seed = req.seed + _PROBE_SEED_STEP * (index + 1)
         torch.manual_seed(seed)
         random.seed(seed)
+        judge.draw_key = seed_key("probe", seed)
         try:
             with judge.times.phase("inputs"):
                 inputs = generate(judge, workload)
@@ -86,6 +110,9 @@ def probe(judge: Judge, worker: WorkerClient, index: int, workload: Workload, ta
                 verified_call(judge, worker, index, workload, inputs, tally)
         finally:
             random.setstate(python_state)
+            if numpy is not None and numpy_state is not None:
+                numpy.random.set_state(numpy_state)
+            judge.draw_key = stream_key
 
 
 def check_probes(judge: Judge, reply: WorkerReply, tally: Tally) -> None:

@@ -1,8 +1,11 @@
 """The solution worker: the only process that imports and runs candidate code.
 
-Forked from the zygote (`kernelarc.runner.zygote`), it installs the reward-hack probes
-(`hack_checks`), stages and imports the candidate from `src/`, answers `ready` (or
-`import_error`/`compile_error`), then serves the judge's requests until the socket closes:
+Forked from the zygote (`kernelarc.runner.zygote`) before the judge knows its candidate (on
+CUDA it creates its CUDA context at once, so a pre-started worker is ready when the candidate
+comes), it waits for the judge's `setup` message (the request as JSON in the blob), installs
+the reward-hack probes (`hack_checks`), stages and imports the candidate from `src/`, answers
+`ready` (or `import_error`/`compile_error`), then serves the judge's requests until the socket
+closes:
 
 - `run` (inputs in the blob): call the candidate once, synchronize, report the output types,
   which inputs it changed and the probes; the outputs go back as a blob;
@@ -74,11 +77,14 @@ class _Worker:
     """The interleaved blocks' pool for the last run's inputs (made by the first block)."""
 
 
-def worker_main(sock: socket.socket, request: EvalRequest, root: Path) -> None:
+def worker_main(sock: socket.socket, device: str, root: Path) -> None:
     """Serve one judge connection, then end the process (never returns)."""
     code = 0
     try:
         set_dumpable(True)  # the candidate's own /proc/self stays usable; the judge stays closed
+        if device == "cuda":
+            _create_cuda_context()
+        request = _receive_setup(sock)
         worker = _install(sock, request)
         if _start(worker, root):
             _serve(worker)
@@ -89,6 +95,29 @@ def worker_main(sock: socket.socket, request: EvalRequest, root: Path) -> None:
         code = 70
     sys.stderr.flush()
     os._exit(code)
+
+
+def _create_cuda_context() -> None:
+    """Initialise CUDA before the candidate exists (a failure is left for the candidate's own
+    first CUDA call to report)."""
+    try:
+        torch.cuda.init()  # type: ignore[no-untyped-call]
+        torch.cuda.synchronize()
+    except Exception:
+        logger.warning("creating the worker's CUDA context failed:\n%s", traceback.format_exc())
+
+
+def _receive_setup(sock: socket.socket) -> EvalRequest:
+    """The judge's first message: `setup`, the request as JSON in the blob.
+
+    Raises:
+        ChannelClosed: the judge closed the socket first (a pre-started worker not needed).
+    """
+    header, blob = recv_message(sock, max_blob=_MAX_REQUEST_BLOB)
+    if header.get("kind") != "setup":
+        msg = f"expected a setup message, got {header.get('kind')!r}"
+        raise ChannelClosed(msg)
+    return EvalRequest.model_validate_json(bytes(blob))
 
 
 def _install(sock: socket.socket, request: EvalRequest) -> _Worker:

@@ -144,8 +144,11 @@ def _descendants(root: int) -> list[int]:
 class WorkerClient:
     """One forked worker; not reusable after `stop()`."""
 
-    def __init__(self, zygote: Zygote, *, share_cuda: bool = False) -> None:
-        """Fork a worker (it starts importing the candidate at once).
+    def __init__(
+        self, zygote: Zygote, *, share_cuda: bool = False, request_json: bytes | None = None
+    ) -> None:
+        """Fork a worker; with `request_json` it is sent its `setup` at once (it starts
+        importing the candidate), else `setup` gives it later (a pre-started worker).
 
         `share_cuda`: pass CUDA inputs and outputs by IPC handle (`cuda_ipc`) rather than by
         copy; it turns itself off for this worker at the first value that cannot be shared.
@@ -161,6 +164,13 @@ class WorkerClient:
         """The workload's budget; the judge replaces it per workload (a shared object)."""
         self._stopped: str | None = None
         self._sent_at = time.perf_counter()
+        if request_json is not None:
+            self.setup(request_json)
+
+    def setup(self, request_json: bytes) -> None:
+        """Give a worker forked by `worker.worker_main` its candidate: the request as JSON
+        (then it imports the candidate; `wait_ready` has its answer)."""
+        self._send({"kind": "setup"}, request_json)
 
     def wait_ready(self) -> WorkerReply:
         """The worker's start reply: `ready`, `import_error` or `compile_error`."""

@@ -11,6 +11,12 @@ Control protocol (one outstanding command at a time): 9-byte commands `>cq` (`s`
 reaped wait status; a spawn that could not fork answers minus the errno, without a socket).
 Closing the judge's end makes the zygote kill and reap its workers and exit.
 
+The zygote is its workers' child subreaper: a process a worker started that outlives it
+(double-forked, `setsid`, a daemon) is re-parented to the zygote, not to the host's init, so it
+stays below the judge. The zygote reaps such orphans as they end (SIGCHLD) and `sweep()`
+(command `k`) kills every one still alive: a resident judge (`resident.py`) sweeps between two
+candidates so that nothing one candidate started is alive when the next one runs.
+
 A fork that fails for a transient reason (EAGAIN: the process limit is still held by processes
 of a killed worker that are not reaped yet; ENOMEM) is retried for up to `FORK_RETRY_S`; so is the
 fork of the zygote itself. Every spawn that yields no worker is a `SpawnFailed` naming why, and
@@ -22,6 +28,7 @@ spawn reply") is left for a zygote that is gone or broke the protocol.
 """
 
 import contextlib
+import ctypes
 import errno
 import logging
 import os
@@ -30,6 +37,7 @@ import socket
 import struct
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from kernelarc.runner.channel import ChannelClosed, recv_exact
 
@@ -42,6 +50,9 @@ WorkerMain = Callable[[socket.socket], None]
 #: How long the zygote retries a fork that fails with EAGAIN or ENOMEM.
 FORK_RETRY_S = 10.0
 _TRANSIENT = (errno.EAGAIN, errno.ENOMEM)
+#: How many times `sweep` looks for orphans again after killing the ones it found.
+SWEEP_PASSES = 50
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 class SpawnFailed(Exception):
@@ -132,6 +143,18 @@ class Zygote:
         (status,) = _REPLY.unpack(recv_exact(self._sock, _REPLY.size))
         return int(status)
 
+    def sweep(self) -> int:
+        """Kill and reap every process below the zygote that is not a worker it was asked to
+        fork and has not been told to reap; how many it killed, or -1 when some were still
+        there after `SWEEP_PASSES` passes (a fork bomb faster than the sweep).
+
+        Raises:
+            ChannelClosed: the zygote is gone.
+        """
+        self._sock.sendall(_COMMAND.pack(b"k", 0))
+        (count,) = _REPLY.unpack(recv_exact(self._sock, _REPLY.size))
+        return int(count)
+
     def close(self) -> None:
         """Stop the zygote, which kills and reaps any worker still alive."""
         self._sock.close()
@@ -144,6 +167,8 @@ def _serve(sock: socket.socket, worker_main: WorkerMain) -> None:
     os.dup2(devnull, 0)  # the judge reads its result key from fd 0 after this fork
     os.close(devnull)
     children: set[int] = set()
+    if _become_subreaper():
+        signal.signal(signal.SIGCHLD, lambda *_: _reap_orphans(children))
     while True:
         try:
             op, pid = _COMMAND.unpack(recv_exact(sock, _COMMAND.size))
@@ -161,6 +186,8 @@ def _serve(sock: socket.socket, worker_main: WorkerMain) -> None:
             _, status = os.waitpid(pid, 0)
             children.discard(pid)
             sock.sendall(_REPLY.pack(status))
+        elif op == b"k":
+            sock.sendall(_REPLY.pack(_kill_orphans(children)))
     for child in children:
         try:
             os.kill(child, signal.SIGKILL)
@@ -194,6 +221,7 @@ def _fork_worker(sock: socket.socket, worker_main: WorkerMain) -> int:
     if child == 0:
         code = 71
         try:
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the zygote's reaper is not the worker's
             sock.close()
             judge_end.close()
             worker_main(worker_end)
@@ -212,3 +240,58 @@ def _fork_worker(sock: socket.socket, worker_main: WorkerMain) -> int:
     finally:
         judge_end.close()
     return child
+
+
+def _become_subreaper() -> bool:
+    """prctl(PR_SET_CHILD_SUBREAPER, 1); False where it is not available."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
+def _child_states() -> dict[int, str]:
+    """This process's children (pid -> state letter, `Z` for a zombie), from /proc."""
+    me = str(os.getpid())
+    found: dict[int, str] = {}
+    try:
+        entries = list(Path("/proc").iterdir())
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.name.isdigit():
+            continue
+        try:
+            text = (entry / "stat").read_text(encoding="ascii", errors="replace")
+        except OSError:
+            continue
+        fields = text.rpartition(")")[2].split()
+        if len(fields) > 1 and fields[1] == me:
+            found[int(entry.name)] = fields[0]
+    return found
+
+
+def _reap_orphans(workers: set[int]) -> None:
+    """Reap the ended processes below the zygote that are not workers (SIGCHLD handler)."""
+    for pid, state in _child_states().items():
+        if pid not in workers and state == "Z":
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+
+
+def _kill_orphans(workers: set[int]) -> int:
+    """SIGKILL and reap every child that is not a worker, until none is left (see `sweep`)."""
+    killed = 0
+    for _ in range(SWEEP_PASSES):
+        orphans = [pid for pid in _child_states() if pid not in workers]
+        if not orphans:
+            return killed
+        for pid in orphans:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in orphans:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+            killed += 1
+    return -1

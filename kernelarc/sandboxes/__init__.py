@@ -6,7 +6,8 @@ never raises for a candidate's misbehaviour (that is a status in the traces) and
 (`local.LocalSandbox`, a hardened subprocess) and `docker` (`docker.DockerSandbox`, imported
 only when asked for; it holds containers). Both run every evaluation through one lifecycle
 (`runner_lifecycle.py`): a spare runner kept between evaluations (`warm_spare`), a fresh runner
-per candidate, a signed result read back (`result_file.py`). `prepare()` starts the first spare
+per candidate or, locally, a resident judge per problem (`resident_requests`), a signed result
+read back (`result_file.py`). `prepare()` starts the first spare
 (and Docker's container) before the first evaluation, so that one is not cold either. Call
 `close()` when done with a sandbox (or use it as a context manager). Each sandbox's temp dirs
 are named for its host process, and a new sandbox removes those of hosts that died without

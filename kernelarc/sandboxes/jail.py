@@ -66,6 +66,9 @@ PR_SET_PDEATHSIG = 1
 PR_SET_KEEPCAPS = 8
 PR_CAPBSET_DROP = 24
 PR_SET_CHILD_SUBREAPER = 36
+#: Set in the runner's environment when /dev/shm is the jail's private tmpfs (a resident judge
+#: empties it between candidates, `kernelarc/runner/resident.py`; never the host's /dev/shm).
+PRIVATE_SHM_VARIABLE = "KERNELARC_PRIVATE_SHM"
 PR_SET_NO_NEW_PRIVS = 38
 PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_RAISE = 2
@@ -192,6 +195,7 @@ def _read_only_filesystem(
     if Path("/dev/shm").is_dir():
         options = f"size={shm_size_mb}m,mode=1777"
         _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, options)
+        os.environ[PRIVATE_SHM_VARIABLE] = "1"  # the runner's: a resident judge empties it
     if Path("/proc/sys").is_dir():
         _mount("/proc/sys", "/proc/sys", None, MS_BIND | MS_REC)
         flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC

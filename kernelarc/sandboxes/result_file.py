@@ -64,6 +64,12 @@ class RunReport(BaseModel):
     build: BuildInfo | None = None
     skipped: list[int] = Field(default_factory=list)
     jit_cache: JitSnapshot | None = None
+    cache: dict[str, int] = Field(default_factory=dict)
+    """A resident judge's cache hits and misses (`kernelarc.runner.resident_cache`)."""
+    resident: dict[str, float] = Field(default_factory=dict)
+    """A resident judge's request number and age; empty for a one-off runner."""
+    complete: bool = False
+    """The judge's last write of this result (a resident judge's end of the request)."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,16 @@ def read_signed_result(path: Path, key: bytes) -> SignedResult:
         logger.warning("the runner's report does not validate: %s", exc)
         report = RunReport()
     return SignedResult(data["traces"], None, setup if isinstance(setup, str) else None, report)
+
+
+def result_complete(path: Path, key: bytes) -> tuple[bool, bool]:
+    """(whether the result file verifies under `key` and is the judge's last write of the
+    request, whether the resident judge said it retires after it)."""
+    data, _ = _read_payload(path, key)
+    if data is None or data.get("complete") is not True:
+        return False, False
+    resident = data.get("resident")
+    return True, isinstance(resident, dict) and bool(resident.get("retiring"))
 
 
 def read_raw_traces(path: Path, key: bytes) -> tuple[list[Any], str | None]:

@@ -31,8 +31,8 @@ have anyway).
   confirmed on a fresh seed, with full correctness rounds and timing, which no cache can answer.
   Static rules also block file I/O and hashing in Python sources (KA-S010, KA-S016).
 - It can fill the disk: the dir is emptied past its limit, and RLIMIT_FSIZE caps each file.
-The caches hold compiler output only: each candidate still gets a fresh process, temp dir,
-zygote and result key.
+The caches hold compiler output only: each candidate still gets its own worker processes,
+emptied temp dir and result key.
 """
 
 import logging

@@ -5,8 +5,9 @@ lifecycle's first step (`runner_lifecycle.py`); its `Spare` protocol is the part
 lifecycle's `Runner` this needs. (A DockerSandbox slot holds its one spare under the slot's
 lock instead, `docker/slot.py`.)
 
-Every candidate still gets a fresh runner process (nothing is shared between candidates); the
-spare only moves the runner's start-up (the ~3 s torch import) off the candidate's path. The
+A one-off runner serves one candidate; a resident judge (`local/runner_process.py`) comes
+back here after each request and serves the next of its problem. Either way the
+spare moves the runner's start-up (the ~3 s torch import) off the candidate's path. The
 sandbox starts it when an evaluation has ended (its runner and every process it left are dead
 by then) on cpu, so the import never overlaps a candidate's CPU timing; on cuda when an
 evaluation takes its runner, as the other of two users, so the running candidate cannot reach
@@ -86,3 +87,13 @@ class SpareSlot(Generic[S]):
             spare, self._spare = self._spare, None
         if spare is not None:
             spare.discard()
+
+    def replace(self, spare: S) -> None:
+        """Keep `spare` (a resident judge back from its request), discarding any held spare;
+        `spare` itself is discarded when the slot is closed."""
+        unwanted: S | None = spare
+        with self._lock:
+            if not self._closed:
+                unwanted, self._spare = self._spare, spare
+        if unwanted is not None:
+            unwanted.discard()

@@ -185,6 +185,12 @@ class EvalResult(RecordModel):
     timing probe), `timing` (the candidate's timed iterations), `reference_timing`,
     `interleaved_timing` (both sides' interleaved blocks), `inputs`
     (drawing inputs, re-drawn ones included). Empty when the runner reported none."""
+    judge_cache: dict[str, int] = Field(default_factory=dict)
+    """A resident judge's cache hits and misses in this evaluation (`input_hits`,
+    `reference_hits`, `reference_timing_hits`, and their misses); empty for a one-off runner."""
+    resident_request: int = 0
+    """Which request of its resident judge this was (1 = the judge's first); 0 for a one-off
+    runner."""
 
 
 class Proposal(RecordModel):

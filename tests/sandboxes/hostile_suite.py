@@ -158,6 +158,12 @@ def sample_request(
     return _request(solution, device or sample.expect.device, sample.expect.workload_timeout_s)
 
 
+def candidate_request(name: str, source: str, device: str = "cpu") -> EvalRequest:
+    """A `vector_add` candidate whose `kernel.py` is `source` (a PyTorch solution)."""
+    solution = _solution(name, [{"path": "kernel.py", "content": source}], "pytorch")
+    return _request(solution, device, WORKLOAD_TIMEOUT_S)
+
+
 def control_request(device: str = "cpu") -> EvalRequest:
     """An honest candidate: what runs right after a sample to show the sandbox still works."""
     solution = _solution("control", [{"path": "kernel.py", "content": CONTROL_SOURCE}], "pytorch")

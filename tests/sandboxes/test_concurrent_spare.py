@@ -173,6 +173,7 @@ def test_spare_runs_beside_a_hostile_candidate_as_another_user_and_survives() ->
         spare_start="concurrent",
         user=USER,
         spare_user=SPARE_USER,
+        resident_requests=0,  # a spare beside a running candidate: one-off runners
     ) as sandbox:
         first = sandbox.evaluate(_request("honest", HONEST), timeout_s=TIMEOUT_S)
         assert _statuses(first) == {EvalStatus.PASSED}, first.stderr_tail[-2000:]

@@ -84,7 +84,12 @@ def test_runners_under_uids_without_entries_are_complete_accounts(tmp_path: Path
     asks who it is, and each keeps its own compile cache for the candidates after it."""
     first, second = _unknown_ids(2)
     cache = tmp_path / "cache"
-    with LocalSandbox(user=(first, first), spare_user=(second, second), cache_dir=cache) as sandbox:
+    with LocalSandbox(
+        user=(first, first),
+        spare_user=(second, second),
+        cache_dir=cache,
+        resident_requests=0,  # one runner per evaluation: both identities get one
+    ) as sandbox:
         results = [
             sandbox.evaluate(
                 vector_add_request(ASKS_WHO_IT_IS, name=f"who{i}"), timeout_s=TIMEOUT_S

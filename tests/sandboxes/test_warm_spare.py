@@ -5,6 +5,8 @@ a cold first evaluation; a warm one, from a spare another process of its uid had
 cold one after the spare was killed; cold ones for another timeout and another device; then
 close(). Processes are found by a marker in their environment (extra_env), so nothing outside
 this test is ever looked at or signalled. A last test kills a host process that holds a spare.
+The sandboxes here run one-off runners (`resident_requests=0`): the spare's own life is under
+test; a resident judge's is tests/sandboxes/test_resident_judge.py's.
 """
 
 import contextlib
@@ -106,7 +108,7 @@ def sequence() -> Sequence:
     results: dict[str, EvalResult] = {}
     pids: dict[str, int] = {}
     dirs: dict[str, Path] = {}
-    sandbox = LocalSandbox(extra_env={MARK_VAR: marker})
+    sandbox = LocalSandbox(extra_env={MARK_VAR: marker}, resident_requests=0)
     try:
 
         def step(name: str, request: EvalRequest, timeout_s: float = TIMEOUT_S) -> None:
@@ -167,7 +169,9 @@ from kernelarc.sandboxes import LocalSandbox
 sys.path[:0] = [sys.argv[1], str(__import__("pathlib").Path(sys.argv[1]).parent)]
 from test_warm_spare import MARK_VAR, _request
 pid_namespace = sys.argv[3] == "pid-ns"
-sandbox = LocalSandbox(extra_env={MARK_VAR: sys.argv[2]}, pid_namespace=pid_namespace)
+sandbox = LocalSandbox(
+    extra_env={MARK_VAR: sys.argv[2]}, pid_namespace=pid_namespace, resident_requests=0
+)
 sandbox.evaluate(_request(), timeout_s=180)
 print("ready", flush=True)
 time.sleep(600)
@@ -210,7 +214,7 @@ def test_prepare_makes_the_first_evaluation_warm() -> None:
     """`prepare` starts the spare before any evaluation (on cpu too: nothing is timed yet); the
     first evaluation takes it, and close() ends what came after and removes every dir."""
     marker = f"prepare-{os.getpid()}-{secrets.token_hex(4)}"
-    sandbox = LocalSandbox(extra_env={MARK_VAR: marker})
+    sandbox = LocalSandbox(extra_env={MARK_VAR: marker}, resident_requests=0)
     dirs: list[Path] = []
     try:
         sandbox.prepare("cpu", TIMEOUT_S)
@@ -231,7 +235,7 @@ def test_prepare_makes_the_first_evaluation_warm() -> None:
 
 def test_close_right_after_prepare_leaves_nothing() -> None:
     marker = f"prepare-close-{os.getpid()}-{secrets.token_hex(4)}"
-    sandbox = LocalSandbox(extra_env={MARK_VAR: marker})
+    sandbox = LocalSandbox(extra_env={MARK_VAR: marker}, resident_requests=0)
     try:
         sandbox.prepare("cpu", TIMEOUT_S)
         spare_dir = Path(os.readlink(f"/proc/{_runner_pid(marker)}/cwd"))

@@ -42,6 +42,17 @@ that started them. `close()` (or leaving a `with` block, or garbage collection o
 ends the spare and removes its temp dir. `prepare()` starts the first spare before the first
 evaluation (on cpu too: nothing of this sandbox is being timed yet).
 
+With `resident_requests` > 0 (the default, 64; needs `warm_spare`) each runner is a resident
+judge (`kernelarc/runner/resident.py`): after a request whose result is complete it stays
+alive, its dir is emptied (but the judge's `ref/` and logs), and it goes back to the spare slot
+for the next request of the same problem, which sends a fresh request, go line and key on the
+stdin it kept open. It keeps the problem's inputs, reference outputs and reference latency;
+candidates still run only in workers it forks, and the zygote kills everything a candidate
+left before the result is marked complete. A request for another problem discards it (a fresh
+runner takes the request); it retires after `resident_requests` requests or half its CPU-time
+limit, and anything that goes wrong (a timeout, a crash, a dir it cannot empty) ends it as a
+one-off runner ends.
+
 Temp dirs are named for the host process (`owned_dirs.py`); creating a sandbox removes those
 a host killed with SIGKILL left in the temp root (never a live host's).
 

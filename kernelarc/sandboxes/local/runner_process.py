@@ -9,6 +9,12 @@ started ahead of its request and handed to the next evaluation that fits (`spare
 `discard()` ends a runner that is no longer wanted (closing its stdin is EOF before `go`, on
 which a spare exits; the kill makes sure) and removes its temp dir. Command line, environment
 and limits are the sandbox's choice.
+
+A resident runner (`--resident`, `kernelarc/runner/resident.py`) lives on after a request: `go`
+keeps its stdin open, `finish` returns once the judge marked the result `complete` (signed with
+this request's key) while the process lives on, and `reusable` then says it may take the next
+request of the same problem (`problem`), after `clear_for_next` emptied its dir. Anything else
+(it exited, overran, or its dir cannot be emptied) ends it as a one-off runner ends.
 """
 
 import contextlib
@@ -25,13 +31,16 @@ from pathlib import Path
 from kernelarc.errors import SandboxError
 from kernelarc.runner.go_line import go_line
 from kernelarc.sandboxes.local.runner_identities import Lease
-from kernelarc.sandboxes.result_file import cap_tail
+from kernelarc.sandboxes.result_file import cap_tail, result_complete
 from kernelarc.sandboxes.runner_lifecycle import RunEnd
 from kernelarc.sandboxes.safe_files import write_below
 
 logger = logging.getLogger(__name__)
 
 TAIL_BYTES = 64 * 1024
+#: What `clear_for_next` leaves in a resident runner's dir: the judge's reference and the logs.
+KEPT_ENTRIES = frozenset({"ref", "stderr.log", "stdout.log"})
+_POLL_MAX_S = 0.02
 _GROUP_GONE_WAIT_S = 5.0
 _JAIL_EXIT_WAIT_S = 10.0
 
@@ -55,6 +64,16 @@ class RunnerProcess:
     """Its identity's compile cache dir (`runner_cache.py`), writable beside its temp dir."""
     lease: Lease | None = None
     """Its uid:gid in the jail (`runner_identities`), released by `discard` once it is dead."""
+    resident: bool = False
+    """Started with `--resident`: it serves request after request (module docstring)."""
+    served: int = 0
+    """Requests given to it so far."""
+    problem: str | None = None
+    """The problem it holds (`problem_key` of its first request); None before any."""
+    reusable: bool = False
+    """Its last request completed and it lives on, waiting for the next `go`."""
+    _key: bytes = b""
+    _log_offset: int = 0
 
     @property
     def fits(self) -> tuple[str, float]:
@@ -78,7 +97,12 @@ class RunnerProcess:
             SandboxError: request.json cannot be written.
         """
         del timeout_s
+        self._key, self.reusable = result_key, False
+        self._log_offset = _size(self.workdir / "stderr.log")
+        self.served += 1
         try:
+            for name in ("request.json", "result.json", "result.json.tmp"):
+                (self.workdir / name).unlink(missing_ok=True)  # the last request's (resident)
             # The dir belongs to the sandbox user; never follow a planted link.
             write_below(self.workdir, ["request.json"], request_json.encode("utf-8"))
         except OSError as exc:
@@ -90,27 +114,80 @@ class RunnerProcess:
         assert self.proc.stdin is not None
         try:  # two short lines: they fit the pipe buffer, so this never blocks
             self.proc.stdin.write(go_line() + result_key.hex().encode("ascii") + b"\n")
-            self.proc.stdin.close()
+            if self.resident:
+                self.proc.stdin.flush()
+            else:
+                self.proc.stdin.close()
         except OSError as exc:  # the runner died; its missing result says the rest
             logger.warning("cannot give the runner its go line and key: %s", exc)
 
     def finish(self, timeout_s: float) -> RunEnd:
-        """Wait up to `timeout_s`, then kill whatever is left; how it ended."""
+        """Wait up to `timeout_s`, then kill whatever is left; how it ended. A resident runner
+        whose result is complete is left alive (`reusable`)."""
         timed_out = False
         try:
-            self.proc.wait(timeout=timeout_s)
+            if self.resident:
+                self.reusable = self._wait_complete(timeout_s)
+            if not self.reusable:
+                self.proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
             logger.info(
                 "sandbox timed out after %.1f s; killing group %d", timeout_s, self.proc.pid
             )
         finally:
-            self._stop()
-        log = read_tail(self.workdir / "stderr.log", TAIL_BYTES)
+            if not self.reusable:
+                self._stop()
+        log = read_tail(self.workdir / "stderr.log", TAIL_BYTES, start=self._log_offset)
         stdout_tail = read_tail(self.workdir / "stdout.log", TAIL_BYTES // 4)
         if stdout_tail.strip():
             log += "\n--- stdout ---\n" + stdout_tail
-        return RunEnd(returncode=self.proc.returncode, timed_out=timed_out, log_tail=cap_tail(log))
+        code = 0 if self.reusable else self.proc.returncode
+        return RunEnd(returncode=code, timed_out=timed_out, log_tail=cap_tail(log))
+
+    def _wait_complete(self, timeout_s: float) -> bool:
+        """Poll the result file until the judge marked it complete (True) or the process ended
+        (False).
+
+        Raises:
+            subprocess.TimeoutExpired: `timeout_s` passed first.
+        """
+        deadline = time.monotonic() + timeout_s
+        seen: tuple[int, int] | None = None
+        delay = 0.002
+        while True:
+            stamp = _stamp(self.result_path)
+            if stamp is not None and stamp != seen:
+                seen = stamp
+                complete, retiring = result_complete(self.result_path, self._key)
+                if complete:
+                    return not retiring and self.proc.poll() is None
+            if self.proc.poll() is not None:
+                return False
+            if time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(self.proc.args, timeout_s)
+            time.sleep(delay)
+            delay = min(delay * 1.5, _POLL_MAX_S)
+
+    def clear_for_next(self) -> bool:
+        """Empty its dir for the next request but the judge's own entries (`KEPT_ENTRIES`);
+        False when something stays (then it must not be reused)."""
+        try:
+            entries = list(self.workdir.iterdir())
+        except OSError:
+            return False
+        for entry in entries:
+            if entry.name in KEPT_ENTRIES and not entry.is_symlink():
+                continue
+            try:
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
+            except OSError as exc:
+                logger.warning("cannot clear %s for the next request: %s", entry, exc)
+                return False
+        return True
 
     def discard(self) -> None:
         """End it (if it has not ended), remove its temp dir, then release its identity (its
@@ -177,17 +254,35 @@ def start(
     )
 
 
-def read_tail(path: Path, limit: int) -> str:
-    """The last `limit` bytes of a file as text (with a note of what was cut); '' if unreadable."""
+def read_tail(path: Path, limit: int, start: int = 0) -> str:
+    """The last `limit` bytes after offset `start` of a file as text (with a note of what was
+    cut); '' if unreadable."""
     try:
         with path.open("rb") as handle:
             size = handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, size - limit))
+            begin = max(start, size - limit)
+            handle.seek(begin)
             data = handle.read()
     except OSError:
         return ""
     text = data.decode("utf-8", errors="replace")
-    return f"[... {size - limit} bytes cut ...]\n{text}" if size > limit else text
+    return f"[... {begin - start} bytes cut ...]\n{text}" if begin > start else text
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """(mtime ns, size) of a file, or None when it does not exist."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
 
 
 def _kill_group(proc: "subprocess.Popen[bytes]") -> None:

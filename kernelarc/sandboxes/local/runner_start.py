@@ -79,6 +79,8 @@ class RunnerStart:
     from where the host keeps them per candidate (`jit_cache.py`)."""
     identity_caches: IdentityCaches
     temp_root: Path
+    resident_requests: int = 0
+    """> 0: runners are resident judges serving up to this many requests (`--resident`)."""
 
     def spawn(
         self, device: str, timeout_s: float, lease: Lease, limits: ResourceLimits
@@ -134,6 +136,7 @@ class RunnerStart:
                 lease=lease,
             )
             runner.cache = cache
+            runner.resident = self.resident_requests > 0
             return runner
         except BaseException:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -145,6 +148,8 @@ class RunnerStart:
         """(what goes before the runner's own command line, the runner's command line, whether
         it runs in the jail); the jail's part still lacks its `--rw` dirs and account lines."""
         runner = [self.python, "-P", "-m", "kernelarc.runner", "--device", device]
+        if self.resident_requests > 0:
+            runner += ["--resident", str(self.resident_requests)]
         runner += ["request.json", "result.json"]
         if self.network:
             notes.append("no jail: network access was asked for (no namespaces)")

@@ -11,6 +11,8 @@ and the spare rule, is in `local/__init__.py`.
 """
 
 import functools
+import hashlib
+import json
 import logging
 import os
 import sys
@@ -42,6 +44,11 @@ from kernelarc.sandboxes.runner_lifecycle import (
 )
 from kernelarc.sandboxes.spare_slot import SpareSlot
 from kernelarc.schema import EvalRequest, EvalResult, Trace
+
+#: EvalResult.sandbox_notes of an evaluation by a resident judge.
+RESIDENT_NOTE = "resident judge"
+#: Requests a resident judge serves before a fresh runner replaces it (`resident_requests`).
+DEFAULT_RESIDENT_REQUESTS = 64
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +88,7 @@ class LocalSandbox:
         spare_start: SpareStart = "auto",
         cache_limit_bytes: int | None = CACHE_LIMIT_BYTES,
         build_cache: str | Path | None = None,
+        resident_requests: int = DEFAULT_RESIDENT_REQUESTS,
     ) -> None:
         """Options; the memory limits apply on CPU only (CUDA maps huge virtual ranges): each
         runner process may map `memory_limit_gb` plus the problem's data times the copies the
@@ -100,6 +108,10 @@ class LocalSandbox:
         `warm_spare` keeps one pre-started runner for the next evaluation, started as
         `spare_start` says (`local/__init__.py`). `build_cache` is the directory of the host's
         C++ build cache (None: every C++ solution is built in its runner).
+        `resident_requests` > 0 (with `warm_spare`): each runner is a resident judge that
+        judges up to that many requests of one problem, keeping the problem's inputs,
+        reference outputs and reference latency between them (`kernelarc/runner/resident.py`);
+        0: a fresh runner per request.
         """
         check_spare_start(spare_start)
         self.gpu = gpu
@@ -120,6 +132,7 @@ class LocalSandbox:
         self.pid_namespace = pid_namespace
         self.warm_spare = warm_spare
         self.spare_start = spare_start
+        self.resident_requests = resident_requests if warm_spare else 0
         # A shared cache_dir is its own mode (candidates of an identity share their JIT caches
         # there): no JIT entries then. Otherwise Triton and Inductor write into the runner's own
         # dir (`runner_cache.per_candidate_env`), from where the host keeps them per candidate.
@@ -142,6 +155,7 @@ class LocalSandbox:
             per_candidate_jit=self.caches is not None and self.caches.jit is not None,
             identity_caches=self._caches,
             temp_root=self._temp_root,
+            resident_requests=self.resident_requests,
         )
         self._finalizer = weakref.finalize(self, _close_all, self._spares, self._caches)
 
@@ -210,8 +224,8 @@ class LocalSandbox:
         )
 
     def evaluate(self, request: EvalRequest, *, timeout_s: float) -> EvalResult:
-        """Evaluate in a fresh runner process and temp dir (the spare when it fits); candidate
-        failures become statuses, never exceptions.
+        """Evaluate in the resident judge of the request's problem, else the spare when it
+        fits, else a runner started now; candidate failures become statuses, never exceptions.
 
         Raises:
             SandboxError: the runner cannot be started, or the problem's reference alone needs
@@ -222,10 +236,12 @@ class LocalSandbox:
             raise SandboxError(msg)
         address_space = self._address_space(request)
         started = time.monotonic()
-        side = _Evaluation(self, address_space)
+        side = _Evaluation(self, address_space, problem_key(request))
         notes: list[str] = []
         done = run_evaluation(side, request, timeout_s=timeout_s, started=started, notes=notes)
         report = done.signed.report
+        if report.resident:
+            notes.append(f"{RESIDENT_NOTE} (request {int(report.resident.get('request', 0))})")
         return EvalResult(
             traces=done.traces,
             stderr_tail=done.run.log_tail,
@@ -235,14 +251,32 @@ class LocalSandbox:
             build=report.build,
             stage_s=report.stage_s,
             jit_cache_hit=side.cached is not None and side.cached.jit_hit,
+            judge_cache=report.cache,
+            resident_request=int(report.resident.get("request", 0)),
         )
 
-    def _take_spare(self, device: str, timeout_s: float) -> RunnerProcess | None:
-        """The spare when it fits (once `prepare`'s start, if any, is done), else None."""
+    def _take_spare(self, device: str, timeout_s: float, problem: str) -> RunnerProcess | None:
+        """The spare when it fits (once `prepare`'s start, if any, is done), else None; a
+        resident judge only for the problem it holds."""
         preparing = self._preparing
         if preparing is not None:  # a fork, and the cold start would queue behind it anyway
             _wait_quietly(preparing)
-        return self._spares.take((device, timeout_s))
+        spare = self._spares.take((device, timeout_s))
+        if spare is not None and spare.problem not in (None, problem):
+            spare.discard()
+            self._trim_cache(spare)
+            return None
+        return spare
+
+    def _keep_resident(self, runner: RunnerProcess) -> bool:
+        """Keep a resident judge whose request completed for the next request (its dir
+        emptied); False when it cannot be kept."""
+        if not (runner.reusable and runner.alive() and self._finalizer.alive):
+            return False
+        if not runner.clear_for_next():
+            return False
+        self._spares.replace(runner)
+        return True
 
     def _spare_at_once(self, device: str, runner: RunnerProcess) -> bool:
         """Whether the next spare may start beside this runner's candidate: the rule says so
@@ -299,20 +333,29 @@ class _Evaluation:
 
     kill_note = "the process group was killed"
 
-    def __init__(self, sandbox: LocalSandbox, address_space: int | None) -> None:
-        """For one request; `address_space` is its CPU address-space limit (None: none)."""
+    def __init__(self, sandbox: LocalSandbox, address_space: int | None, problem: str) -> None:
+        """For one request; `address_space` is its CPU address-space limit (None: none),
+        `problem` its `problem_key`."""
         self._sandbox = sandbox
         self._address_space = address_space
+        self._problem = problem
         self.cached: Prepared | None = None
         """The request's cache step (`host_caches.py`), once the runner has it."""
+        self.kept = False
+        """The runner was kept as a resident judge for the next request."""
 
     def take_spare(self, device: str, timeout_s: float) -> RunnerProcess | None:
-        """The spare when it fits."""
-        return self._sandbox._take_spare(device, timeout_s)
+        """The spare (or resident judge) when it fits."""
+        runner = self._sandbox._take_spare(device, timeout_s, self._problem)
+        if runner is not None and runner.resident:
+            runner.problem = self._problem
+        return runner
 
     def start_runner(self, device: str, timeout_s: float) -> RunnerProcess:
         """A runner forked now, as whichever identity is free (or the less busy one)."""
-        return self._sandbox._start_runner(device, timeout_s)
+        runner = self._sandbox._start_runner(device, timeout_s)
+        runner.problem = self._problem
+        return runner
 
     def request_for(
         self, runner: RunnerProcess, request: EvalRequest, timeout_s: float, notes: list[str]
@@ -334,6 +377,8 @@ class _Evaluation:
         """Fork the next spare on the spawn thread meanwhile (the candidate's clock does not
         wait for it) where the rule and the jail allow it."""
         sandbox = self._sandbox
+        if runner.resident:
+            return None  # it comes back for the next request; if not, a spare starts after
         if not (sandbox.warm_spare and sandbox._spare_at_once(device, runner)):
             return None
         future = submit_to_spawn_thread(functools.partial(sandbox._start_spare, device, timeout_s))
@@ -346,9 +391,12 @@ class _Evaluation:
             notes += caches.collect(self.cached, runner.workdir, signed.report)
 
     def release(self, runner: RunnerProcess) -> None:
-        """Kill what is left of it, remove its temp dir, trim its identity's cache."""
-        runner.discard()
-        self._sandbox._trim_cache(runner)
+        """Keep a resident judge whose request completed for the next one; else kill what is
+        left of it, remove its temp dir, trim its identity's cache."""
+        self.kept = self._sandbox._keep_resident(runner)
+        if not self.kept:
+            runner.discard()
+            self._sandbox._trim_cache(runner)
 
     def replaced(
         self, run: RunEnd, signed: SignedResult, traces: list[Trace], notes: list[str]
@@ -360,10 +408,19 @@ class _Evaluation:
     def start_spare_after(
         self, device: str, timeout_s: float, runner: RunnerProcess, replaced: bool
     ) -> None:
-        """The next spare, unless the one started beside is held."""
+        """The next spare, unless the runner was kept or the one started beside is held."""
         del runner, replaced
-        if self._sandbox.warm_spare:
+        if self._sandbox.warm_spare and not self.kept:
             self._sandbox._start_spare(device, timeout_s)
+
+
+def problem_key(request: EvalRequest) -> str:
+    """The problem a request is for, as a resident judge holds it (definition, files, device)."""
+    text = json.dumps(
+        [request.definition.model_dump(mode="json"), request.problem_dir, request.device],
+        sort_keys=True,
+    )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _close_all(spares: SpareSlot[RunnerProcess], caches: IdentityCaches) -> None:
