@@ -23,6 +23,7 @@ candidate left, when its zygote is gone, when it has used half its CPU-time limi
 requests, or when a request is for another problem or device; the host then starts a fresh one.
 """
 
+import contextlib
 import logging
 import os
 import resource
@@ -52,9 +53,29 @@ PRIVATE_SHM_VARIABLE = "KERNELARC_PRIVATE_SHM"
 SHM = Path("/dev/shm")
 
 
+def _judge_shm_files() -> set[str]:
+    """Names in /dev/shm this process has mapped or open: the judge's own (torch's CUDA IPC
+    reference counters live there while shared inputs are mapped anywhere)."""
+    names: set[str] = set()
+    prefix = f"{SHM}/"
+    try:
+        for line in Path("/proc/self/maps").read_text(errors="replace").splitlines():
+            path = line.split(maxsplit=5)[5] if len(line.split(maxsplit=5)) == 6 else ""
+            if path.startswith(prefix):
+                names.add(path[len(prefix) :].split("/")[0].removesuffix(" (deleted)"))
+        for fd in Path("/proc/self/fd").iterdir():
+            with contextlib.suppress(OSError):
+                target = str(fd.readlink())
+                if target.startswith(prefix):
+                    names.add(target[len(prefix) :].split("/")[0])
+    except OSError:
+        return names
+    return names
+
+
 def clear_private_shm() -> int:
-    """Remove everything in /dev/shm when it is the jail's private tmpfs (nothing of the judge
-    lives there: values travel by socket or CUDA IPC); how many entries were removed."""
+    """Remove what a candidate left in /dev/shm when it is the jail's private tmpfs: every
+    entry but the judge's own (`_judge_shm_files`); how many entries were removed."""
     if os.environ.get(PRIVATE_SHM_VARIABLE) != "1":
         return 0
     removed = 0
@@ -62,7 +83,10 @@ def clear_private_shm() -> int:
         entries = list(SHM.iterdir())
     except OSError:
         return 0
+    own = _judge_shm_files()
     for entry in entries:
+        if entry.name in own:
+            continue
         try:
             if entry.is_dir() and not entry.is_symlink():
                 shutil.rmtree(entry)

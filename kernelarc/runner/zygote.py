@@ -175,15 +175,22 @@ def _serve(sock: socket.socket, worker_main: WorkerMain) -> None:
         except ChannelClosed:
             break
         if op == b"s":
+            # SIGCHLD waits until the new worker is in `children`: a worker that ends at once
+            # must not be reaped as an orphan before the judge asks for its status.
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
             try:
-                child = _fork_worker(sock, worker_main)
+                children.add(_fork_worker(sock, worker_main))
             except OSError as exc:
                 logger.warning("worker zygote: no worker: %s", exc)
                 sock.sendall(_REPLY.pack(-(exc.errno or errno.EIO)))
                 continue
-            children.add(child)
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
         elif op == b"r":
-            _, status = os.waitpid(pid, 0)
+            try:
+                _, status = os.waitpid(pid, 0)
+            except ChildProcessError:  # not a child of ours: say it was killed, never crash
+                status = signal.SIGKILL
             children.discard(pid)
             sock.sendall(_REPLY.pack(status))
         elif op == b"k":
@@ -222,6 +229,7 @@ def _fork_worker(sock: socket.socket, worker_main: WorkerMain) -> int:
         code = 71
         try:
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the zygote's reaper is not the worker's
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
             sock.close()
             judge_end.close()
             worker_main(worker_end)

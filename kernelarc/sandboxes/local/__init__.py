@@ -4,8 +4,9 @@ Modules, in the order an evaluation meets them: `sandbox.py` (options, spare slo
 its side of the shared lifecycle, `../runner_lifecycle.py`), `spawn_thread.py` (where runners
 are forked), `runner_identities.py` (the two uids runners alternate between), `runner_start.py`
 (temp dir, environment and command line of one runner: `network.py`'s namespaces, the jail),
-`process_limits.py` (its environment allowlist and rlimits), `runner_process.py` (the process
-from `go` to its kill).
+`process_limits.py` (its environment allowlist and rlimits), `runner_limits.py` (the limits a
+runner and its request get), `runner_process.py` (the process from `go` to its kill, or to the
+next request of a resident judge).
 
 Per evaluate(): a private temp dir (the runner's cwd, HOME and TMPDIR, removed afterwards), a
 new session/process group, a scrubbed environment, rlimits, a network namespace where `unshare`

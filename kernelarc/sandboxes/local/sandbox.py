@@ -11,10 +11,7 @@ and the spare rule, is in `local/__init__.py`.
 """
 
 import functools
-import hashlib
-import json
 import logging
-import os
 import sys
 import tempfile
 import time
@@ -25,14 +22,13 @@ from pathlib import Path
 
 from kernelarc.errors import SandboxError
 from kernelarc.sandboxes.host_caches import HostCaches, Prepared
-from kernelarc.sandboxes.local.process_limits import GIB, ResourceLimits
 from kernelarc.sandboxes.local.runner_identities import Identity, IdentityPool, Lease
-from kernelarc.sandboxes.local.runner_process import RunnerProcess
+from kernelarc.sandboxes.local.runner_limits import LimitSettings
+from kernelarc.sandboxes.local.runner_process import RunnerProcess, problem_key
 from kernelarc.sandboxes.local.runner_start import RunnerStart
 from kernelarc.sandboxes.local.spawn_thread import call_in_spawn_thread, submit_to_spawn_thread
-from kernelarc.sandboxes.memory_need import machine_memory_bytes
 from kernelarc.sandboxes.owned_dirs import sweep_stale
-from kernelarc.sandboxes.request_limits import memory_limits, runner_request
+from kernelarc.sandboxes.request_limits import runner_request
 from kernelarc.sandboxes.result_file import SignedResult
 from kernelarc.sandboxes.runner_cache import CACHE_LIMIT_BYTES, IdentityCaches, trim
 from kernelarc.sandboxes.runner_lifecycle import (
@@ -124,6 +120,14 @@ class LocalSandbox:
         self.max_open_files = max_open_files
         self.max_file_size_bytes = max_file_size_bytes
         self.max_processes = max_processes
+        self._limit_settings = LimitSettings(
+            memory_limit_gb,
+            max_memory_gb,
+            cpu_time_limit_s,
+            max_open_files,
+            max_file_size_bytes,
+            max_processes,
+        )
         self.python = python
         self.extra_env = dict(extra_env or {})
         self.jail = jail
@@ -184,45 +188,6 @@ class LocalSandbox:
             functools.partial(self._start_spare, device, timeout_s)
         )
 
-    def _ceiling(self) -> tuple[int | None, str]:
-        """The most a runner process may map, and what sets it."""
-        if self.max_memory_gb is not None:
-            return int(self.max_memory_gb * GIB), "the sandbox's max_memory_gb"
-        return machine_memory_bytes(), "this machine's memory"
-
-    def _address_space(self, request: EvalRequest) -> int | None:
-        """The request's address-space limit (CPU, with a memory limit), see memory_need.py.
-
-        Raises:
-            SandboxError: the reference alone does not fit under the ceiling.
-        """
-        if request.device != "cpu" or self.memory_limit_gb is None:
-            return None
-        ceiling, name = self._ceiling()
-        base = int(self.memory_limit_gb * GIB)
-        if ceiling is not None:
-            ceiling = max(ceiling, base)
-        return memory_limits(request, base, ceiling, name).per_process_bytes
-
-    def _limits(self, device: str, timeout_s: float) -> ResourceLimits:
-        # A runner starts with the ceiling (a spare does not know its request yet) and lowers
-        # it to its request's `address_space_bytes` before it starts any worker.
-        address_space = None
-        if device == "cpu" and self.memory_limit_gb is not None:
-            ceiling, _ = self._ceiling()
-            base = int(self.memory_limit_gb * GIB)
-            address_space = max(ceiling, base) if ceiling is not None else None
-        cpu = self.cpu_time_limit_s
-        if cpu is None:
-            cpu = int(timeout_s * (os.cpu_count() or 1)) + 30
-        return ResourceLimits(
-            address_space_bytes=address_space,
-            cpu_seconds=cpu,
-            open_files=self.max_open_files,
-            file_size_bytes=self.max_file_size_bytes,
-            processes=self.max_processes,
-        )
-
     def evaluate(self, request: EvalRequest, *, timeout_s: float) -> EvalResult:
         """Evaluate in the resident judge of the request's problem, else the spare when it
         fits, else a runner started now; candidate failures become statuses, never exceptions.
@@ -234,7 +199,7 @@ class LocalSandbox:
         if not Path(self.python).is_file():
             msg = f"sandbox python {self.python!r} does not exist"
             raise SandboxError(msg)
-        address_space = self._address_space(request)
+        address_space = self._limit_settings.address_space(request)
         started = time.monotonic()
         side = _Evaluation(self, address_space, problem_key(request))
         notes: list[str] = []
@@ -309,7 +274,7 @@ class LocalSandbox:
         if lease is None:
             lease = self._identities.lease(only_free=False)
             assert lease is not None
-        limits = self._limits(device, timeout_s)
+        limits = self._limit_settings.runner_limits(device, timeout_s)
         try:
             return call_in_spawn_thread(
                 functools.partial(self._start.spawn, device, timeout_s, lease, limits)
@@ -412,15 +377,6 @@ class _Evaluation:
         del runner, replaced
         if self._sandbox.warm_spare and not self.kept:
             self._sandbox._start_spare(device, timeout_s)
-
-
-def problem_key(request: EvalRequest) -> str:
-    """The problem a request is for, as a resident judge holds it (definition, files, device)."""
-    text = json.dumps(
-        [request.definition.model_dump(mode="json"), request.problem_dir, request.device],
-        sort_keys=True,
-    )
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _close_all(spares: SpareSlot[RunnerProcess], caches: IdentityCaches) -> None:
