@@ -30,7 +30,12 @@ import torch
 # Judge-side timing plausibility (see `implausible_latency`).
 PLAUSIBILITY_FACTOR = 8.0
 PLAUSIBILITY_SLACK_S = 0.05
-TRANSFER_ALLOWANCE = 4.0
+#: Times the judge's own (de)serialisation a verified call may add. 4 was too few for an
+#: honest CPU problem of 256 MiB of inputs sent by copy: the worker's side (its torch.load of
+#: the inputs into fresh pages, its torch.save of the outputs) cost ~5.8x the judge's, and the
+#: memory-limit test (tests/sandboxes/test_local_sandbox.py) flagged it REWARD_HACK on an idle
+#: 2-core host, run after run.
+TRANSFER_ALLOWANCE = 8.0
 
 _THREAD_STARTERS = ("start_new_thread", "start_joinable_thread")
 
@@ -170,7 +175,7 @@ def implausible_latency(claimed_ms: float, observed_s: float, transfer_s: float)
         observed_s > PLAUSIBILITY_FACTOR * claimed + PLAUSIBILITY_SLACK_S
                      + TRANSFER_ALLOWANCE * transfer_s
 
-    i.e. a verified call took at least 8x the claimed latency plus 50 ms plus four times the
+    i.e. a verified call took at least 8x the claimed latency plus 50 ms plus eight times the
     transfer cost. Honest kernels have observed ~= claimed + transfer + IPC, far inside this;
     kernels under ~50 ms are never flagged (their cheating cannot be told from IPC noise), while
     a 200 ms kernel that claims 1 ms (a forged timer, or skipping work when called from the
