@@ -119,26 +119,13 @@ def _cpu_environment() -> None:
     os.environ.setdefault("TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS", "0")
 
 
-def _preload(device: str) -> None:
-    """A spare's import of the evaluation modules (torch) before `go`, then on `cuda` of Triton
-    (most candidates import it: each worker, forked from the zygote, then finds it loaded
-    instead of importing it on its workload's clock; importing Triton initialises no CUDA). Not
-    on `cpu`: there Triton runs interpreted, and a judge with it loaded timed the copies of a
-    large CPU problem slower than its worker's claim allowed (tests/sandboxes/
-    test_local_sandbox.py, the memory-limit test), cause not found. An error is left for `_run`
-    to import again and report in the traces; a Triton that fails to import is the
-    candidate's to meet."""
+def _preload() -> None:
+    """A spare's import of the evaluation modules (torch) before `go`; an error is left for
+    `_run` to import again and report in the traces."""
     try:
         import kernelarc.runner.evaluate  # noqa: F401
     except Exception:
         logger.warning("preloading the evaluation modules failed:\n%s", traceback.format_exc())
-    if device != "cuda":
-        return
-    try:
-        import triton
-        import triton.language  # noqa: F401
-    except Exception:
-        logger.info("triton not preloaded:\n%s", traceback.format_exc())
 
 
 def _may_compile(request: EvalRequest) -> bool:
@@ -196,7 +183,7 @@ def main(argv: list[str]) -> int:
     if device is not None:
         if device == "cpu":
             _cpu_environment()
-        _preload(device)
+        _preload()
         code = _wait_for_go()
         if code is not None:
             return code
