@@ -79,13 +79,13 @@ def run_reference(judge: Judge, inputs: list[Value]) -> tuple[list[torch.Tensor]
         seconds = time.perf_counter() - started
         if judge.clock is not None:
             judge.clock.reference_ran(seconds)
+        names = list(req.definition.inputs)
+        changed = {n for n, a, b in zip(names, inputs, args, strict=True) if not same_bits(a, b)}
     except Exception:
         log = exception_log("reference run failed")
         if allocation_failure(log):
             log = judge_out_of_memory(req, "running the reference", log)
         raise stop(EvalStatus.INVALID_REFERENCE, log) from None
-    names = list(req.definition.inputs)
-    changed = {n for n, a, b in zip(names, inputs, args, strict=True) if not same_bits(a, b)}
     if judge.cache is not None and key is not None:
         judge.cache.keep_reference_run(key, ReferenceRun(outputs, changed, seconds))
     return outputs, changed

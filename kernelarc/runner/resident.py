@@ -35,7 +35,11 @@ from pathlib import Path
 from kernelarc.runner.evaluate import evaluate_request, prestart_worker, start_zygote
 from kernelarc.runner.go_line import BadGoLine, wait_for_go
 from kernelarc.runner.memory_limit import apply_address_space
-from kernelarc.runner.resident_cache import ProblemCache, problem_identity
+from kernelarc.runner.resident_cache import (
+    ProblemCache,
+    problem_identity,
+    release_device_memory,
+)
 from kernelarc.runner.result_key import read_result_key
 from kernelarc.runner.result_writer import crash_traces, write_result
 from kernelarc.runner.run_facts import RunFacts
@@ -154,6 +158,7 @@ class ResidentJudge:
         if len(traces) + len(facts.skipped) < len(request.workloads):
             crash_traces(request, traces, facts.skipped, crash_log)
         self._sweep()  # before the result is complete: then nothing of the candidate is alive
+        release_device_memory(self.device)
         self._decide_retirement()
         if self.retire_reason is not None:
             facts.resident["retiring"] = 1.0  # the host must not send it another request

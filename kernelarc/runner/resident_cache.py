@@ -19,11 +19,16 @@ settings: measured again once `RETIME_EVERY` requests used it or `RETIME_AFTER_S
 reported as the median of the last `KEEP_SAMPLES` measurements, with their spread in the trace.
 
 Memory: inputs and reference outputs together stay under `byte_budget` (least recently used
-first out); an entry larger than the budget is not kept.
+first out; on CUDA 3 % of the device's memory, at most 4 GiB, since the timed slot's judge and
+its screens' share a GPU); an entry larger than the budget is not kept, a copy the device has no
+memory for empties the cache instead of failing, and the judge gives the allocator's free
+blocks back to the device after every request (`release_device_memory`).
 """
 
+import gc
 import hashlib
 import json
+import logging
 import random
 import statistics
 import sys
@@ -37,8 +42,27 @@ import torch
 from kernelarc.runner.inputs import Value
 from kernelarc.schema import EvalRequest, TimingConfig, Workload
 
-#: Inputs and reference outputs kept per problem, in bytes, by device.
-BYTE_BUDGET = {"cuda": 4 << 30, "cpu": 1 << 30}
+logger = logging.getLogger(__name__)
+
+#: Inputs and reference outputs kept per problem, in bytes: on CUDA at most this share of the
+#: device's memory (several judges share a GPU: the timed slot's and its screens'), and at most
+#: `MAX_BYTES`; on the CPU `MAX_BYTES`.
+CUDA_MEMORY_SHARE = 0.03
+MAX_BYTES = 4 << 30
+CPU_BYTES = 1 << 30
+
+
+def byte_budget_for(device: str) -> int:
+    """The default budget of a cache on `device` (see `CUDA_MEMORY_SHARE`)."""
+    if device != "cuda":
+        return CPU_BYTES
+    try:
+        total = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
+    except Exception:  # no device to ask: the cap
+        return MAX_BYTES
+    return min(MAX_BYTES, int(CUDA_MEMORY_SHARE * total))
+
+
 #: A cached reference latency is measured again after this many uses ...
 RETIME_EVERY = 8
 #: ... or this many seconds after its last measurement.
@@ -65,6 +89,16 @@ def chain(key: str, workload: Workload) -> str:
     """The stream key after drawing one round of `workload` at stream position `key`."""
     axes = json.dumps(workload.axes, sort_keys=True, default=str)
     return hashlib.sha256(f"{key}|{workload.uuid}|{axes}".encode()).hexdigest()
+
+
+def release_device_memory(device: str) -> None:
+    """Collect garbage and return the CUDA caching allocator's free blocks to the device: a
+    resident judge lives on between candidates, and the blocks a request freed must not stay
+    reserved beside the next candidate (and the other judges on the GPU)."""
+    if device != "cuda":
+        return
+    gc.collect()
+    torch.cuda.empty_cache()
 
 
 def _nbytes(values: list[Any]) -> int:
@@ -150,7 +184,7 @@ class ProblemCache:
         """An empty cache for the problem `identity` evaluated on `device`."""
         self.identity = identity
         self.device = device
-        self.byte_budget = BYTE_BUDGET.get(device, 1 << 30) if byte_budget is None else byte_budget
+        self.byte_budget = byte_budget_for(device) if byte_budget is None else byte_budget
         self._entries: OrderedDict[tuple[str, str], _Draw | ReferenceRun] = OrderedDict()
         self._bytes = 0
         self._timings: dict[str, _Timing] = {}
@@ -182,10 +216,30 @@ class ProblemCache:
         return _clone(entry.inputs)
 
     def keep_inputs(self, key: str, inputs: list[Value]) -> None:
-        """Keep a pristine copy of a draw just made at `key` (the RNG states now)."""
-        rng = RngState.capture(self.device)
-        pristine = _clone(inputs)
+        """Keep a pristine copy of a draw just made at `key` (the RNG states now); nothing when
+        it would not fit the budget or the device has no memory left for it (the cache is then
+        emptied: keeping must never fail an evaluation)."""
+        if _nbytes(inputs) > self.byte_budget:
+            return
+        try:
+            rng = RngState.capture(self.device)
+            pristine = _clone(inputs)
+        except (torch.OutOfMemoryError, RuntimeError) as exc:  # the CPU's: a RuntimeError
+            text = str(exc).lower()
+            if not isinstance(exc, torch.OutOfMemoryError) and "alloc" not in text:
+                raise
+            self.drop(f"no memory left to keep inputs ({type(exc).__name__})")
+            return
         self._put(("draw", key), _Draw(pristine, rng, _nbytes(pristine)))
+
+    def drop(self, why: str) -> None:
+        """Empty the cache (inputs and reference outputs; latencies stay) and give the memory
+        back to the device."""
+        self._entries.clear()
+        self._bytes = 0
+        self.counts.add("dropped")
+        logger.warning("the judge's cache was emptied: %s", why)
+        release_device_memory(self.device)
 
     def reference_run(self, key: str) -> ReferenceRun | None:
         """The reference's outputs on the draw at `key`, or None (a miss)."""

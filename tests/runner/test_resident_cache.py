@@ -4,6 +4,7 @@ the byte budget holds, and the reference latency is measured again on its schedu
 
 import random
 
+import pytest
 import torch
 
 from kernelarc.runner.resident_cache import (
@@ -98,3 +99,26 @@ def test_the_reference_latency_is_measured_again_on_its_schedule() -> None:
     for sample in range(KEEP_SAMPLES + 2):
         value, _ = cache.record_latency(key, 10.0 + sample, now=200.0)
     assert value == 10.0 + (KEEP_SAMPLES + 1) - KEEP_SAMPLES // 2  # median of the last five
+
+
+def test_a_copy_the_memory_cannot_hold_empties_the_cache_instead_of_failing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cache = ProblemCache("p", "cpu")
+    cache.keep_inputs("a", [torch.zeros(10)])
+
+    def no_memory(values: list[object]) -> list[object]:
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr("kernelarc.runner.resident_cache._clone", no_memory)
+    cache.keep_inputs("b", [torch.zeros(10)])  # does not raise
+    assert cache.bytes_held == 0 and cache.counts.counts.get("dropped") == 1
+    monkeypatch.undo()
+    assert cache.inputs_of("a") is None
+
+
+def test_the_cuda_budget_is_a_share_of_the_device_capped() -> None:
+    from kernelarc.runner.resident_cache import CPU_BYTES, byte_budget_for
+
+    assert byte_budget_for("cpu") == CPU_BYTES
+    assert 0 < byte_budget_for("cuda") <= 4 << 30  # without a GPU: the cap
