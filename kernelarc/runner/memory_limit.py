@@ -59,10 +59,14 @@ def allocation_failure(text: str) -> bool:
     return _ALLOCATION.search(text) is not None
 
 
+#: How the log of a judge-side allocation failure starts (`judge_out_of_memory`).
+INFRASTRUCTURE_LIMIT = "infrastructure limit: "
+
+
 def judge_out_of_memory(request: EvalRequest, what: str, log: str) -> str:
     """The log of a judge-side allocation failure (`what`: "generating the inputs", ...)."""
     return (
-        f"infrastructure limit: {what} did not fit in {limit_text(request)}; this is the "
+        f"{INFRASTRUCTURE_LIMIT}{what} did not fit in {limit_text(request)}; this is the "
         "problem's size against the sandbox's memory, not the candidate (raise "
         f"sandbox.memory_limit_gb or use a machine with more memory)\n{log}"
     )

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from kernelarc.runner.evaluate import evaluate_request, prestart_worker, start_zygote
 from kernelarc.runner.go_line import BadGoLine, wait_for_go
-from kernelarc.runner.memory_limit import apply_address_space
+from kernelarc.runner.memory_limit import INFRASTRUCTURE_LIMIT, apply_address_space
 from kernelarc.runner.resident_cache import (
     ProblemCache,
     problem_identity,
@@ -45,7 +45,7 @@ from kernelarc.runner.result_writer import crash_traces, write_result
 from kernelarc.runner.run_facts import RunFacts
 from kernelarc.runner.worker_client import WorkerClient
 from kernelarc.runner.zygote import Zygote
-from kernelarc.schema import EvalRequest, Trace
+from kernelarc.schema import EvalRequest, EvalStatus, Trace
 
 logger = logging.getLogger("kernelarc.runner")
 
@@ -160,9 +160,34 @@ class ResidentJudge:
         self._sweep()  # before the result is complete: then nothing of the candidate is alive
         release_device_memory(self.device)
         self._decide_retirement()
+        infrastructure = self._own_memory_failure(traces)
         if self.retire_reason is not None:
             facts.resident["retiring"] = 1.0  # the host must not send it another request
-        write_result(result_path, request, traces, facts, key, complete=True)
+        write_result(result_path, request, traces, facts, key, infrastructure, complete=True)
+
+    def _own_memory_failure(self, traces: dict[int, Trace]) -> str | None:
+        """After its first request, a judge that ran out of memory for its own work (an
+        INVALID_REFERENCE naming the infrastructure limit) may owe it to what it kept: it
+        retires, and the result says so as a set-up failure, which the host reports as an
+        infrastructure error (a fresh runner judges the candidate again), never as the
+        candidate's. A first request's limit is the problem's size: its traces stand."""
+        if self.served < 2:
+            return None
+        for trace in traces.values():
+            evaluation = trace.evaluation
+            if (
+                evaluation is not None
+                and evaluation.status == EvalStatus.INVALID_REFERENCE
+                and evaluation.log.startswith(INFRASTRUCTURE_LIMIT)
+            ):
+                self.retire_reason = "it ran out of memory for its own work"
+                if self.cache is not None:
+                    self.cache.drop(self.retire_reason)
+                return (
+                    f"the resident judge (request {self.served}) ran out of memory for its own "
+                    f"work; a fresh runner must judge this candidate: {evaluation.log[:500]}"
+                )
+        return None
 
     def _sweep(self) -> None:
         """Kill every process the last candidate left (the zygote is their subreaper)."""
