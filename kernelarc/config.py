@@ -176,7 +176,7 @@ class SandboxConfig:
     cpu when an evaluation ends, and for the first candidate when the campaign sets up its
     executor (sandboxes/runner_lifecycle.py). False: start each runner on demand."""
     resident_requests: int = 64
-    """`local` only, with `warm_spare`: each runner is a resident judge that judges up to this
+    """With `warm_spare`: each runner is a resident judge that judges up to this
     many requests of one problem, keeping the problem's inputs, reference outputs and
     reference latency between them (kernelarc/runner/resident.py); candidates still run in
     fresh worker processes, and what one leaves running is killed before the next. 0: a fresh
@@ -196,6 +196,7 @@ class SandboxConfig:
             "memory_limit_gb": self.memory_limit_gb,
             "network": self.network,
             "warm_spare": self.warm_spare,
+            "resident_requests": self.resident_requests,
         }
         if self.kind != "docker":
             cache = None
@@ -205,7 +206,6 @@ class SandboxConfig:
                 **common,
                 "jail": self.jail,
                 "max_memory_gb": self.max_memory_gb,
-                "resident_requests": self.resident_requests,
                 "build_cache": cache,
             }
         return {**common, **asdict(self.docker)}

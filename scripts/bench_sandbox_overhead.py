@@ -23,6 +23,11 @@ and with one that sleeps SLOW seconds per call (default 2; 3 calls per evaluatio
 evaluations outlast an import, as GPU evaluations with real timing do. The slow kernel also runs
 back to back with the CPU rule (spare after the end) for comparison.
 
+Every local sandbox above runs one-off runners (`resident_requests=0`), the cost being measured
+being a runner's. Last, RUNS evaluations back to back in a LocalSandbox with its default resident
+judge (the runner judges request after request of the problem: no runner start, the reference's
+inputs, outputs and latency kept), after one untimed evaluation that fills its cache.
+
     .venv/bin/python scripts/bench_sandbox_overhead.py [RUNS] [--gap SECONDS] [--slow SECONDS]
 """
 
@@ -83,6 +88,7 @@ BACK_TO_BACK = "local back to back"
 CONCURRENT = "local b2b concurrent"
 SLOW_AFTER = "local b2b slow after"
 SLOW_CONCURRENT = "local b2b slow conc"
+RESIDENT = "local b2b resident"
 
 
 def _check(name: str, result: EvalResult) -> None:
@@ -138,6 +144,8 @@ def _back_to_back(sandbox: Sandbox, request: EvalRequest, name: str, runs: int) 
         times.append(result.wall_s)
         if not _warm(result):
             print(f"{name}: an evaluation found no spare", file=sys.stderr)
+        if name == RESIDENT and result.resident_request < 2:
+            print(f"{name}: an evaluation was not its judge's second or later", file=sys.stderr)
     return times
 
 
@@ -152,8 +160,11 @@ def _measure_concurrent(runs: int, slow_s: float, gap_s: float) -> dict[str, lis
     ]
     for name, rule, request in plan:
         time.sleep(gap_s)  # the previous sandbox's processes are gone
-        with LocalSandbox(spare_start=rule) as sandbox:
+        with LocalSandbox(spare_start=rule, resident_requests=0) as sandbox:
             times[name] = _back_to_back(sandbox, request, name, runs)
+    time.sleep(gap_s)
+    with LocalSandbox() as sandbox:  # the default: a resident judge
+        times[RESIDENT] = _back_to_back(sandbox, _request(), RESIDENT, runs)
     return times
 
 
@@ -178,7 +189,7 @@ def main(argv: list[str]) -> int:
     started = time.monotonic()
     try:
         with (
-            LocalSandbox() as local_warm,
+            LocalSandbox(resident_requests=0) as local_warm,
             LocalSandbox(warm_spare=False) as local_cold,
             DockerSandbox(**docker) as docker_warm,
             DockerSandbox(**docker, warm_spare=False) as docker_cold,

@@ -34,6 +34,7 @@ an infrastructure failure, never as the candidate's.
 import logging
 import os
 import sys
+import threading
 import traceback
 from pathlib import Path
 from typing import Any
@@ -152,9 +153,9 @@ def _preload_compile() -> None:
         logger.warning("preloading torch.compile failed:\n%s", traceback.format_exc())
 
 
-def _wait_for_go() -> int | None:
-    """A spare: block until `go` (None) or EOF (exit code 0: a discarded spare) or a bad line
-    (exit code 2); start the deadline the line carries."""
+def _wait_for_go() -> int | threading.Timer | None:
+    """A spare: block until `go` (None, or the deadline's timer when the line carries one) or
+    EOF (exit code 0: a discarded spare) or a bad line (exit code 2)."""
     try:
         go = wait_for_go()
     except (BadGoLine, OSError) as exc:
@@ -164,7 +165,7 @@ def _wait_for_go() -> int | None:
         return 0
     if go.deadline_s is not None:
         lead_own_group()
-        start_deadline(go.deadline_s)
+        return start_deadline(go.deadline_s)
     return None
 
 
@@ -180,13 +181,15 @@ def main(argv: list[str]) -> int:
     problems = setup_problems()  # before any candidate code exists: the judge's own set-up
     for problem in problems:
         logger.error("sandbox set-up: %s", problem)
+    deadline: threading.Timer | None = None
     if device is not None:
         if device == "cpu":
             _cpu_environment()
         _preload()
-        code = _wait_for_go()
-        if code is not None:
-            return code
+        waited = _wait_for_go()
+        if isinstance(waited, int):
+            return waited
+        deadline = waited
     # Absolute paths: the result is written by path long after start.
     request_path, result_path = Path(paths[0]).resolve(), Path(paths[1]).resolve()
     try:
@@ -207,7 +210,7 @@ def main(argv: list[str]) -> int:
     if resident and refused is None and device is not None:
         from kernelarc.runner.resident import serve
 
-        return serve(request_path, result_path, Path.cwd().resolve(), device, resident)
+        return serve(request_path, result_path, Path.cwd().resolve(), device, resident, deadline)
     _run(request, Path.cwd().resolve(), result_path, refused)
     return 0
 

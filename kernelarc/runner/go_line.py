@@ -103,7 +103,7 @@ def lead_own_group() -> None:
             logger.warning("cannot lead a process group; the deadline kills the inherited one")
 
 
-def start_deadline(seconds: float) -> threading.Thread:
+def start_deadline(seconds: float) -> threading.Timer:
     """A daemon thread that SIGKILLs this process's group `seconds` from now."""
 
     message = f"runner: deadline of {seconds:.3f} s from go reached; killing the group\n"

@@ -3,7 +3,9 @@
 `python -P -m kernelarc.runner --device D --resident MAX REQUEST.json RESULT.json` starts as a
 spare does (`__main__`); after its first `go` it serves requests until EOF on stdin, MAX
 requests, or a reason to retire. Per request the host removes the last result, writes a fresh
-REQUEST.json and sends `go` and a fresh result key on stdin (`kernelarc/sandboxes/local/`);
+REQUEST.json and sends `go` (with Docker's deadline: the judge kills its group then, and
+cancels the timer before the request's result is complete) and a fresh result key on stdin
+(`kernelarc/sandboxes/local/runner_process.py`, `kernelarc/sandboxes/docker/exec_runner.py`);
 the judge writes RESULT.json as a one-off runner does, signed with that request's key, and marks
 its last write `complete`, which is how the host knows the request is done while the process
 lives on. An old result cannot pass for a new one: each request has its own key.
@@ -28,12 +30,13 @@ import logging
 import os
 import resource
 import shutil
+import threading
 import time
 import traceback
 from pathlib import Path
 
 from kernelarc.runner.evaluate import evaluate_request, prestart_worker, start_zygote
-from kernelarc.runner.go_line import BadGoLine, wait_for_go
+from kernelarc.runner.go_line import BadGoLine, start_deadline, wait_for_go
 from kernelarc.runner.memory_limit import INFRASTRUCTURE_LIMIT, apply_address_space
 from kernelarc.runner.resident_cache import (
     ProblemCache,
@@ -124,6 +127,9 @@ class ResidentJudge:
         self.cache: ProblemCache | None = None
         self.prestarted: WorkerClient | None = None
         self.retire_reason: str | None = None
+        self.deadline: threading.Timer | None = None
+        """The current request's deadline from its go line (Docker's), cancelled before its
+        result is complete: a judge between requests is never killed for a finished one."""
 
     def judge(self, request: EvalRequest, result_path: Path, key: bytes) -> None:
         """Evaluate one request and write its complete result (signed with `key`)."""
@@ -163,6 +169,8 @@ class ResidentJudge:
         infrastructure = self._own_memory_failure(traces)
         if self.retire_reason is not None:
             facts.resident["retiring"] = 1.0  # the host must not send it another request
+        if self.deadline is not None:
+            self.deadline.cancel()
         write_result(result_path, request, traces, facts, key, infrastructure, complete=True)
 
     def _own_memory_failure(self, traces: dict[int, Trace]) -> str | None:
@@ -227,10 +235,19 @@ class ResidentJudge:
             self.zygote.close()
 
 
-def serve(request_path: Path, result_path: Path, root: Path, device: str, max_requests: int) -> int:
-    """Judge the request already announced by `go`, then every later one (module docstring);
-    0 once it stops serving, 2 on a bad go line or an unreadable request."""
+def serve(
+    request_path: Path,
+    result_path: Path,
+    root: Path,
+    device: str,
+    max_requests: int,
+    deadline: threading.Timer | None = None,
+) -> int:
+    """Judge the request already announced by `go` (`deadline`: the timer its go line
+    started), then every later one (module docstring); 0 once it stops serving, 2 on a bad go
+    line or an unreadable request."""
     judge = ResidentJudge(root, device, max_requests)
+    judge.deadline = deadline
     try:
         while True:
             try:
@@ -259,5 +276,6 @@ def serve(request_path: Path, result_path: Path, root: Path, device: str, max_re
                 return 2
             if go is None:
                 return 0
+            judge.deadline = None if go.deadline_s is None else start_deadline(go.deadline_s)
     finally:
         judge.close()

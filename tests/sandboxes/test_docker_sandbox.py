@@ -193,6 +193,7 @@ def sequence(docker_engine: DockerEngine) -> Sequence:
             memory_limit_gb=8.0,
             pids_limit=1024,
             cpus=2.0,
+            resident_requests=0,  # the container's own checks under test: one-off runners
         ) as sandbox:
             for name, kernel, replacements, timeout in plan:
                 before = sandbox.container_id("cpu")
@@ -483,6 +484,7 @@ def test_a_spare_beside_a_hostile_candidate_runs_as_the_other_user_and_survives(
         extra_mounts=docker_engine.mounts,
         extra_env=docker_engine.env,
         spare_start="concurrent",
+        resident_requests=0,  # a spare beside a running candidate: one-off runners
     ) as sandbox:
         first = sandbox.evaluate(
             _request(SAMPLES / "kernels" / "add_return.py"), timeout_s=TIMEOUT_S
@@ -693,3 +695,40 @@ def test_a_spare_exec_d_beside_a_fork_bomb_goes_with_its_container(
     after = Step(control, None, None)
     assert after.statuses == {EvalStatus.PASSED}, after.log
     assert not after.warm
+
+
+@pytest.mark.docker
+def test_a_resident_judge_keeps_the_problem_and_sweeps_what_a_candidate_left(
+    docker_engine: DockerEngine,
+) -> None:
+    """The default (`resident_requests`): one runner judges the requests of the problem in
+    turn, from its cache after the first; a daemon a candidate left is killed by the judge
+    before its result is complete, so the container is kept and the next request still goes
+    to the same judge."""
+    with DockerSandbox(
+        image=docker_engine.image_id,
+        docker_host=docker_engine.host,
+        python=docker_engine.python,
+        extra_mounts=docker_engine.mounts,
+        extra_env=docker_engine.env,
+        memory_limit_gb=8.0,
+        pids_limit=1024,
+    ) as sandbox:
+        add = SAMPLES / "kernels" / "add_return.py"
+        first = sandbox.evaluate(_request(add), timeout_s=TIMEOUT_S)
+        container = sandbox.container_id("cpu")
+        daemon = sandbox.evaluate(
+            _request(DAEMON, {"__MARKER__": "kernelarc-resident-daemon"}), timeout_s=TIMEOUT_S
+        )
+        after = sandbox.evaluate(_request(add), timeout_s=TIMEOUT_S)
+        kept = sandbox.container_id("cpu")
+    statuses = [
+        {t.evaluation.status for t in r.traces if t.evaluation is not None}
+        for r in (first, daemon, after)
+    ]
+    assert statuses == [{EvalStatus.PASSED}] * 3, after.stderr_tail[-2000:]
+    assert [r.resident_request for r in (first, daemon, after)] == [1, 2, 3]
+    assert after.judge_cache.get("reference_hits", 0) > 0
+    assert "reference_misses" not in after.judge_cache
+    assert "killed" in daemon.stderr_tail and "left behind" in daemon.stderr_tail
+    assert kept == container  # nothing outlived the candidate: the container stays

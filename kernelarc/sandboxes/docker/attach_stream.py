@@ -63,3 +63,19 @@ def pump_until(conn: socket.socket, stream: AttachStream, deadline: float) -> bo
         if not data:
             return True
         stream.feed(data)
+
+
+def drain(conn: socket.socket, stream: AttachStream) -> bool:
+    """Read what the connection already holds, without waiting; True when it ended."""
+    conn.settimeout(0.0)
+    try:
+        while True:
+            data = conn.recv(65536)
+            if not data:
+                return True
+            stream.feed(data)
+    except (BlockingIOError, TimeoutError):
+        return False
+    except OSError as exc:
+        logger.warning("the runner's output stream broke: %s", exc)
+        return True

@@ -10,6 +10,12 @@ deadline (a spare that waits an unknown time before `go` cannot run under `timeo
 and `finish` still gives up HOST_GRACE_S later (the sandbox then replaces the container).
 `alive` asks the engine and peeks at the output stream; `discard` closes the connection (EOF:
 a spare exits) and removes the eval dir.
+
+With `resident_requests` the runner is a resident judge (`kernelarc/runner/resident.py`): `go`
+removes the last request's files first, `finish` returns as soon as the result file says the
+request is complete (signed with this request's key) while the exec runs on (`reusable`), the
+log is what the stream carried since this `go`, and `clear_for_next` empties the eval dir but
+the judge's `ref/` for the next request of its problem (`problem`).
 """
 
 import contextlib
@@ -27,8 +33,9 @@ from typing import Any
 from kernelarc.errors import SandboxError
 from kernelarc.runner.go_line import go_line
 from kernelarc.sandboxes.docker.accounts import CACHE_DIR, make_cache_dir, numeric
-from kernelarc.sandboxes.docker.attach_stream import AttachStream, pump_until
+from kernelarc.sandboxes.docker.attach_stream import AttachStream, drain, pump_until
 from kernelarc.sandboxes.docker.engine import DOCKER_ERRORS, EVAL_MOUNT
+from kernelarc.sandboxes.result_file import result_complete
 from kernelarc.sandboxes.runner_accounts import Account, account_env
 from kernelarc.sandboxes.runner_cache import cache_env
 from kernelarc.sandboxes.runner_lifecycle import RunEnd
@@ -38,6 +45,8 @@ logger = logging.getLogger(__name__)
 
 #: Extra seconds the host waits past the runner's own deadline before it kills the container.
 HOST_GRACE_S = 15.0
+#: How often a resident runner's result file is looked at while its output is pumped.
+_POLL_S = 0.02
 
 
 @dataclass
@@ -61,7 +70,16 @@ class ExecRunner:
     trace_notes: list[str] = field(default_factory=list)
     jailed: bool = False
     """Never the local jail: its exit codes mean nothing special."""
+    resident: bool = False
+    """Exec'd with `--resident`: it may serve request after request."""
+    served: int = 0
+    problem: str | None = None
+    """The problem it holds (`problem_key` of its first request)."""
+    reusable: bool = False
+    """Its last request completed and it runs on, waiting for the next `go`."""
     _go_at: float | None = None
+    _key: bytes = b""
+    _stream: AttachStream = field(default_factory=AttachStream)
 
     @property
     def fits(self) -> str:
@@ -95,7 +113,13 @@ class ExecRunner:
         Raises:
             SandboxError: request.json cannot be written.
         """
+        self._key, self.reusable = key, False
+        self.served += 1
+        self._stream.stdout.clear()  # this request's log only (a frame in flight stays whole)
+        self._stream.stderr.clear()
         try:
+            for name in ("request.json", "result.json", "result.json.tmp"):
+                (self.workdir / name).unlink(missing_ok=True)  # the last request's (resident)
             # The dir is the container user's; never follow a planted link.
             write_below(self.workdir, ["request.json"], request_json.encode("utf-8"))
         except OSError as exc:
@@ -108,14 +132,61 @@ class ExecRunner:
             logger.warning("cannot give the runner its go line and key: %s", exc)
 
     def finish(self, timeout_s: float) -> RunEnd:
-        """Read the runner's output until it ends, or HOST_GRACE_S past its own deadline."""
+        """Read the runner's output until it ends, or HOST_GRACE_S past its own deadline; a
+        resident runner's until its result is complete (then it runs on: `reusable`)."""
         started = self._go_at if self._go_at is not None else time.monotonic()
-        stream = AttachStream()
-        ended = pump_until(self.conn, stream, started + timeout_s + HOST_GRACE_S)
+        final = started + timeout_s + HOST_GRACE_S
+        stream = self._stream
+        if self.resident:
+            ended = self._pump_until_complete(final)
+            if self.reusable:
+                return RunEnd(returncode=0, timed_out=False, log_tail=stream.log())
+        else:
+            ended = pump_until(self.conn, stream, final)
         exit_code = exec_exit_code(self.api, self.exec_id) if ended else None
         elapsed = time.monotonic() - started
         timed_out = not ended or (exit_code in (124, 137) and elapsed >= timeout_s)
         return RunEnd(returncode=exit_code, timed_out=timed_out, log_tail=stream.log())
+
+    def _pump_until_complete(self, final: float) -> bool:
+        """Pump the output, looking at the result file between reads, until the request is
+        complete and the judge runs on (`reusable`, False returned), the exec ended (True) or
+        `final` passed (False)."""
+        seen: tuple[int, int] | None = None
+        while True:
+            if pump_until(self.conn, self._stream, min(time.monotonic() + _POLL_S, final)):
+                return True
+            stamp = _stamp(self.result_path)
+            if stamp is not None and stamp != seen:
+                seen = stamp
+                complete, retiring = result_complete(self.result_path, self._key)
+                if complete and not retiring:
+                    # What it wrote before the result: this request's last log lines.
+                    if drain(self.conn, self._stream):
+                        return True
+                    self.reusable = True
+                    return False
+            if time.monotonic() >= final:
+                return False
+
+    def clear_for_next(self) -> bool:
+        """Empty the eval dir but the judge's `ref/`; False when something stays."""
+        try:
+            entries = list(self.workdir.iterdir())
+        except OSError:
+            return False
+        for entry in entries:
+            if entry.name == "ref" and entry.is_dir() and not entry.is_symlink():
+                continue
+            try:
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
+            except OSError as exc:
+                logger.warning("cannot clear %s for the next request: %s", entry, exc)
+                return False
+        return True
 
     def close(self) -> None:
         """Close its stdin/output connection (its eval dir stays)."""
@@ -138,6 +209,7 @@ def exec_runner(
     *,
     account: Account | None,
     extra_env: dict[str, str],
+    resident_requests: int = 0,
 ) -> ExecRunner:
     """Exec a runner as `user` in a fresh eval dir (its own) under `pool_dir`, the container's
     EVAL_MOUNT; it imports torch, then waits for `go` on the attached stdin.
@@ -151,6 +223,8 @@ def exec_runner(
     make_cache_dir(pool_dir, user)
     workdir = f"{EVAL_MOUNT}/{name}"
     command = [python, "-P", "-m", "kernelarc.runner", "--device", device]
+    if resident_requests > 0:
+        command += ["--resident", str(resident_requests)]
     command += ["request.json", "result.json"]
     env = exec_env(workdir, device, user, account, extra_env)
     try:
@@ -161,7 +235,20 @@ def exec_runner(
     except DOCKER_ERRORS:
         shutil.rmtree(pool_dir / name, ignore_errors=True)
         raise
-    return ExecRunner(api, exec_id, raw, getattr(raw, "_sock", raw), pool_dir / name, device, user)
+    runner = ExecRunner(
+        api, exec_id, raw, getattr(raw, "_sock", raw), pool_dir / name, device, user
+    )
+    runner.resident = resident_requests > 0
+    return runner
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """(mtime ns, size) of a file, or None when it does not exist."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
 
 
 def exec_exit_code(api: Any, exec_id: str) -> int | None:

@@ -1,13 +1,12 @@
-"""`DockerSandbox`: the Docker sandbox's options, its device slots, and its side of the lifecycle.
+"""`DockerSandbox`: the Docker sandbox's options, its device slots, and its evaluations.
 
 Place in the flow: `make_sandbox("docker", ...)` builds one (the engine is contacted then).
 `evaluate` takes the request's device slot (`slot.py`) and, under its lock, makes sure of its
 pool container and memory limit (`containers.py`), then runs the request through the shared
-lifecycle (`runner_lifecycle.py`) with `_SlotEvaluation`, its `RunnerHost`: the slot's spare,
-runners exec'd as the user that did not run last (`exec_runner.py`, `accounts.py`), the
-container replaced when the run leaves it untrustworthy (`processes.py`), the user's compile
-cache trimmed, the next spare exec'd. What the package does as a whole, and the spare rule, is
-in `docker/__init__.py`.
+lifecycle (`runner_lifecycle.py`) with `SlotEvaluation` (`slot_evaluation.py`), its
+`RunnerHost`. Runners are exec'd here (`exec_runner.py`, `accounts.py`); with
+`resident_requests` each is a resident judge kept in the slot for the next request of its
+problem. What the package does as a whole, and the spare rule, is in `docker/__init__.py`.
 """
 
 import logging
@@ -18,35 +17,37 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import docker
 
 from kernelarc.errors import SandboxError
-from kernelarc.sandboxes.docker.accounts import default_user, runner_users, trim_cache
+from kernelarc.sandboxes.docker.accounts import default_user, runner_users
 from kernelarc.sandboxes.docker.containers import (
     ContainerPool,
     ContainerSpec,
     drop_container,
     remove_all,
 )
-from kernelarc.sandboxes.docker.engine import DOCKER_ERRORS, PROBLEM_MOUNT
+from kernelarc.sandboxes.docker.engine import DOCKER_ERRORS
 from kernelarc.sandboxes.docker.exec_runner import ExecRunner, exec_runner
-from kernelarc.sandboxes.docker.processes import replace_reason
 from kernelarc.sandboxes.docker.slot import Slot
+from kernelarc.sandboxes.docker.slot_evaluation import SlotEvaluation, with_image
 from kernelarc.sandboxes.owned_dirs import sweep_stale
-from kernelarc.sandboxes.request_limits import runner_request
-from kernelarc.sandboxes.result_file import SignedResult
+from kernelarc.sandboxes.resident_runner import (
+    DEFAULT_RESIDENT_REQUESTS,
+    RESIDENT_NOTE,
+    problem_key,
+)
 from kernelarc.sandboxes.runner_cache import CACHE_LIMIT_BYTES
 from kernelarc.sandboxes.runner_lifecycle import (
-    RunEnd,
     SpareStart,
     check_spare_start,
     run_evaluation,
     spare_rule_allows_beside,
 )
-from kernelarc.schema import EvalRequest, EvalResult, Trace
+from kernelarc.schema import EvalRequest, EvalResult
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +81,7 @@ class DockerSandbox:
         warm_spare: bool = True,
         spare_start: SpareStart = "auto",
         cache_limit_bytes: int | None = CACHE_LIMIT_BYTES,
+        resident_requests: int = DEFAULT_RESIDENT_REQUESTS,
     ) -> None:
         """Options; the engine is contacted now (SandboxError when it cannot be reached).
 
@@ -95,6 +97,9 @@ class DockerSandbox:
         alternate with (None: 1001:1001 when the host is root and `user` the default; runners
         only alternate when the host is root and both users are numeric uid:gid). A numeric
         user's compile cache dir in the pool dir is emptied past `cache_limit_bytes`.
+        `resident_requests` > 0 (with `warm_spare`): each runner is a resident judge serving up
+        to that many requests of one problem (`kernelarc/runner/resident.py`); 0: a fresh
+        runner per request.
         """
         check_spare_start(spare_start)
         self.image = image
@@ -118,6 +123,7 @@ class DockerSandbox:
         self.extra_env = {k: v for k, v in (extra_env or {}).items() if not _SECRET_NAME.search(k)}
         self.warm_spare = warm_spare
         self.cache_limit_bytes = cache_limit_bytes
+        self.resident_requests = resident_requests if warm_spare else 0
         try:
             self._client = (
                 docker.DockerClient(base_url=docker_host) if docker_host else docker.from_env()
@@ -240,12 +246,14 @@ class DockerSandbox:
         with slot.lock:
             self._pool.ensure(slot, request.problem_dir, notes)
             self._pool.fit_memory(slot, request, notes)
-            side = _SlotEvaluation(self, slot)
+            side = SlotEvaluation(self, slot, problem_key(request))
             done = run_evaluation(side, request, timeout_s=timeout_s, started=started, notes=notes)
             image_id = slot.image_id
         report = done.signed.report
+        if report.resident:
+            notes.append(f"{RESIDENT_NOTE} (request {int(report.resident.get('request', 0))})")
         return EvalResult(
-            traces=_with_image(done.traces, image_id),
+            traces=with_image(done.traces, image_id),
             stderr_tail=done.run.log_tail,
             wall_s=done.wall_s,
             sandbox="docker",
@@ -253,6 +261,8 @@ class DockerSandbox:
             sandbox_image=image_id,
             build=report.build,
             stage_s=report.stage_s,
+            judge_cache=report.cache,
+            resident_request=int(report.resident.get("request", 0)),
         )
 
     def _start_spare(self, slot: Slot, device: str, user: str, *, beside: bool = False) -> None:
@@ -286,6 +296,7 @@ class DockerSandbox:
                 self.python,
                 extra_env=self.extra_env,
                 account=account,
+                resident_requests=self.resident_requests,
             )
         except DOCKER_ERRORS as exc:
             msg = f"cannot exec the runner in container {slot.container.short_id}: {exc}"
@@ -294,100 +305,3 @@ class DockerSandbox:
             raise SandboxError(msg) from exc
         slot.last_user = user
         return runner
-
-
-class _SlotEvaluation:
-    """DockerSandbox's side of one evaluation in one slot (`runner_lifecycle.RunnerHost`),
-    under the slot's lock."""
-
-    kill_note = "the container was replaced"
-
-    def __init__(self, sandbox: DockerSandbox, slot: Slot) -> None:
-        """For one request in `slot`, whose container is up."""
-        self._sandbox = sandbox
-        self._slot = slot
-
-    def take_spare(self, device: str, timeout_s: float) -> ExecRunner | None:
-        """The slot's spare if it is for `device` and still running (else it is dropped)."""
-        del timeout_s  # a spare fits any: its deadline comes with `go`
-        spare, self._slot.spare = self._slot.spare, None
-        if spare is None:
-            return None
-        if spare.fits == device and spare.alive():
-            return spare
-        spare.discard()
-        return None
-
-    def start_runner(self, device: str, timeout_s: float) -> ExecRunner:
-        """A runner exec'd now, as the user that did not run last."""
-        del timeout_s
-        user = self._sandbox._other_user(self._slot.last_user)
-        return self._sandbox._start_runner(self._slot, device, user)
-
-    def request_for(
-        self, runner: ExecRunner, request: EvalRequest, timeout_s: float, notes: list[str]
-    ) -> EvalRequest:
-        """The request with its timeout, naming the problem dir where the container has it."""
-        del runner, notes
-        sent = runner_request(request, timeout_s)
-        if sent.problem_dir is not None:
-            sent = sent.model_copy(update={"problem_dir": PROBLEM_MOUNT})
-        return sent
-
-    def start_spare_beside(
-        self, device: str, timeout_s: float, runner: ExecRunner
-    ) -> Callable[[], None] | None:
-        """Exec the next spare now, as the other user, where the rule and two users allow."""
-        del timeout_s
-        sandbox = self._sandbox
-        if sandbox.warm_spare and sandbox._spare_at_once(device):
-            sandbox._start_spare(self._slot, device, sandbox._other_user(runner.user), beside=True)
-        return None
-
-    def collect(self, runner: ExecRunner, signed: SignedResult, notes: list[str]) -> None:
-        """Nothing: DockerSandbox keeps no host caches yet."""
-        del runner, signed, notes
-
-    def release(self, runner: ExecRunner) -> None:
-        """Close its connection and remove its eval dir."""
-        runner.discard()
-
-    def replaced(
-        self, run: RunEnd, signed: SignedResult, traces: list[Trace], notes: list[str]
-    ) -> bool:
-        """Drop the container when the run leaves it untrustworthy (`processes.py`)."""
-        slot = self._slot
-        api, python = self._sandbox._client.api, self._sandbox.python
-        reason = replace_reason(api, python, slot, run, signed.problem, traces)
-        if reason is None:
-            return False
-        notes.append(f"container {slot.container.short_id} replaced: {reason}")
-        logger.info("sandbox slot %s: replacing its container (%s)", slot.key, reason)
-        drop_container(slot)
-        return True
-
-    def start_spare_after(
-        self, device: str, timeout_s: float, runner: ExecRunner, replaced: bool
-    ) -> None:
-        """Trim the runner's user's cache; exec the next spare unless the container went or a
-        spare is held (one exec'd beside)."""
-        del timeout_s
-        sandbox, slot = self._sandbox, self._slot
-        trim_cache(slot.pool_dir, runner.user, sandbox.cache_limit_bytes)
-        if not replaced and sandbox.warm_spare and slot.spare is None:
-            sandbox._start_spare(slot, device, sandbox._other_user(runner.user))
-
-
-def _with_image(traces: list[Trace], image_id: str) -> list[Trace]:
-    """Every trace's environment.libs gets `sandbox_image` (models are frozen: copies)."""
-    out: list[Trace] = []
-    for trace in traces:
-        evaluation = trace.evaluation
-        if evaluation is None:
-            out.append(trace)
-            continue
-        env = evaluation.environment
-        env = env.model_copy(update={"libs": {**env.libs, "sandbox_image": image_id}})
-        evaluation = evaluation.model_copy(update={"environment": env})
-        out.append(trace.model_copy(update={"evaluation": evaluation}))
-    return out

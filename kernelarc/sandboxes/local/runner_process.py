@@ -18,8 +18,6 @@ request of the same problem (`problem`), after `clear_for_next` emptied its dir.
 """
 
 import contextlib
-import hashlib
-import json
 import logging
 import os
 import shutil
@@ -36,7 +34,6 @@ from kernelarc.sandboxes.local.runner_identities import Lease
 from kernelarc.sandboxes.result_file import cap_tail, result_complete
 from kernelarc.sandboxes.runner_lifecycle import RunEnd
 from kernelarc.sandboxes.safe_files import write_below
-from kernelarc.schema import EvalRequest
 
 logger = logging.getLogger(__name__)
 
@@ -317,12 +314,3 @@ def _stop_jail(proc: "subprocess.Popen[bytes]") -> None:
         proc.wait(timeout=_JAIL_EXIT_WAIT_S)
     except subprocess.TimeoutExpired:
         logger.warning("the sandbox jail did not exit within %.0f s of SIGTERM", _JAIL_EXIT_WAIT_S)
-
-
-def problem_key(request: EvalRequest) -> str:
-    """The problem a request is for, as a resident judge holds it (definition, files, device)."""
-    text = json.dumps(
-        [request.definition.model_dump(mode="json"), request.problem_dir, request.device],
-        sort_keys=True,
-    )
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -24,11 +24,16 @@ from kernelarc.errors import SandboxError
 from kernelarc.sandboxes.host_caches import HostCaches, Prepared
 from kernelarc.sandboxes.local.runner_identities import Identity, IdentityPool, Lease
 from kernelarc.sandboxes.local.runner_limits import LimitSettings
-from kernelarc.sandboxes.local.runner_process import RunnerProcess, problem_key
+from kernelarc.sandboxes.local.runner_process import RunnerProcess
 from kernelarc.sandboxes.local.runner_start import RunnerStart
 from kernelarc.sandboxes.local.spawn_thread import call_in_spawn_thread, submit_to_spawn_thread
 from kernelarc.sandboxes.owned_dirs import sweep_stale
 from kernelarc.sandboxes.request_limits import runner_request
+from kernelarc.sandboxes.resident_runner import (
+    DEFAULT_RESIDENT_REQUESTS,
+    RESIDENT_NOTE,
+    problem_key,
+)
 from kernelarc.sandboxes.result_file import SignedResult
 from kernelarc.sandboxes.runner_cache import CACHE_LIMIT_BYTES, IdentityCaches, trim
 from kernelarc.sandboxes.runner_lifecycle import (
@@ -40,11 +45,6 @@ from kernelarc.sandboxes.runner_lifecycle import (
 )
 from kernelarc.sandboxes.spare_slot import SpareSlot
 from kernelarc.schema import EvalRequest, EvalResult, Trace
-
-#: EvalResult.sandbox_notes of an evaluation by a resident judge.
-RESIDENT_NOTE = "resident judge"
-#: Requests a resident judge serves before a fresh runner replaces it (`resident_requests`).
-DEFAULT_RESIDENT_REQUESTS = 64
 
 logger = logging.getLogger(__name__)
 
