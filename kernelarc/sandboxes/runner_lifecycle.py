@@ -26,12 +26,12 @@ the fresh runner importing torch (~3 s on the development CPU). A spare is the n
 group: it imports torch and blocks on stdin until an evaluation that fits (its device, and for a
 local runner the timeout its RLIMIT_CPU was set from) sends `go` and the key; the wall-clock
 timeout starts there. Anything else, or a dead spare, gets a cold runner by the same path.
-Each candidate gets its own key and its own worker processes. A local sandbox's runner is by
-default a resident judge (`sandbox.resident_requests`, `kernelarc/runner/resident.py`): after a
-request it lives on, holding the problem's inputs, reference outputs and reference latency, and
-is handed back to the slot as the spare for the next request of the same problem (its dir
-emptied, everything the last candidate started killed); without it (and always in Docker)
-each candidate gets its own runner process, dir and zygote.
+Each candidate gets its own key and its own worker processes. A runner is by default a resident
+judge (`sandbox.resident_requests`, `kernelarc/runner/resident.py`): after a request it lives
+on, holding the problem's inputs, reference outputs and reference latency, and is handed back to
+the slot as the spare for the next request of the same problem (its dir emptied, everything the
+last candidate started killed); without it each candidate gets its own runner process, dir and
+zygote.
 `Sandbox.prepare` starts the first spare before any evaluation; the campaign calls
 `Executor.prepare` as soon as it has its executor, with the device, `eval.timeout_s` and problem
 dir every evaluation of it uses (screens, timed runs, guard runs), so each slot's first

@@ -24,6 +24,14 @@ listing also reads how many forks the container's pids limit refused, and a cand
 limit while a spare was exec'd beside it (`spare_start`) has the container replaced too, since the
 spare's own forks or threads may have been refused while it imported torch.
 
+With `resident_requests` (the default, 64) the runner is a resident judge
+(`kernelarc/runner/resident.py`): after a request whose result is complete it runs on, its eval
+dir is emptied but the judge's `ref/`, and it is kept as the slot's spare for the next request
+of the same problem (go line, deadline and key per request on the stdin it keeps; its output
+stream read per request). It kills everything the candidate left (its zygote is the workers'
+subreaper) before the result is complete, so the leftover check after it ignores its uid as it
+ignores a spare's; a judge that cannot clear them retires, and the check then sees them.
+
 With `warm_spare` (the default) the slot keeps the next runner exec'd ahead, in its own fresh eval
 dir: it imports torch and waits for `go`, so the next evaluation skips the import (as LocalSandbox's
 spare; `spare_slot.py`). On `cuda` (`spare_start` auto) it is exec'd as soon as the current
