@@ -128,7 +128,10 @@ def test_infrastructure_that_stays_broken_is_infra_error_not_the_candidates_defe
     tmp_path: Path,
 ) -> None:
     cache = tmp_path / "cache"
-    slow = vector_add_request("def run(x, y):\n    return (x * 1.0) + y\n", name="slow")
+    # Clearly slower than `fast` on any CPU (an extra op alone was not, under load: the
+    # challenger then measured no faster and was never challenged).
+    slow_source = "import time\n\ndef run(x, y):\n    time.sleep(0.005)\n    return x + y\n"
+    slow = vector_add_request(slow_source, name="slow")
     fast = vector_add_request(ADD, name="fast")
     with _sandbox(cache) as sandbox:
         evaluate = _evaluator(sandbox)
