@@ -299,6 +299,9 @@ class TrackingConfig:
     """MLflow tracking URI; None = sqlite:///<launch dir>/mlflow.db."""
     experiment: str | None = None
     """MLflow experiment; None = the campaign name."""
+    finish_timeout_s: float = 60.0
+    """How long the end of a campaign waits for queued MLflow calls; what is left is uploaded
+    by the sync that follows, or later by `kernelarc sync RUN_DIR` (attempts.jsonl has all)."""
 
 
 @dataclass

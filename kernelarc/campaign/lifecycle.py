@@ -55,6 +55,8 @@ class TrackingChoice:
     """The MLflow tracking URI (the caller resolves the default store)."""
     experiment: str = ""
     """The MLflow experiment."""
+    finish_timeout_s: float = 60.0
+    """`tracking.finish_timeout_s`."""
 
 
 @dataclass(frozen=True)
@@ -171,6 +173,7 @@ def make_campaign_tracker(tracking: TrackingChoice, run_dir: Path) -> Tracker:
         experiment=tracking.experiment,
         run_dir=run_dir,
         sol_score=SolScorer.for_run_dir(run_dir),
+        finish_timeout_s=tracking.finish_timeout_s,
     )
 
 

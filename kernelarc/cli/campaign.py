@@ -229,6 +229,7 @@ def _run(cfg: CampaignConfig, dict_cfg: DictConfig, run_dir: Path) -> float | No
         kind=cfg.tracking.kind,
         uri=cfg.tracking.uri or local_mlflow_uri(),
         experiment=cfg.tracking.experiment or cfg.name,
+        finish_timeout_s=cfg.tracking.finish_timeout_s,
     )
     # A dead tracking server must cost seconds, not minutes of retries (attempts.jsonl has all).
     limit_mlflow_retries()

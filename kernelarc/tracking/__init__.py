@@ -103,6 +103,7 @@ _MLFLOW_OPTIONS = (
     "retry_after_s",
     "run_dir",
     "sol_score",
+    "finish_timeout_s",
 )
 
 
@@ -113,7 +114,7 @@ def make_tracker(kind: str, **options: Any) -> Tracker:
         kind: `mlflow` or `none`.
         **options: for `mlflow`, the MlflowTracker arguments (`tracking_uri`, `experiment`,
             optionally `artifact_location`, `max_consecutive_failures`, `retry_after_s`,
-            `run_dir`, `sol_score`); none for `none`.
+            `run_dir`, `sol_score`, `finish_timeout_s`); none for `none`.
 
     Raises:
         ConfigError: unknown kind, or options that the kind does not take.

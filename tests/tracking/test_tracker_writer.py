@@ -17,7 +17,7 @@ from mlflow.tracking import MlflowClient
 from kernelarc.rundir import LEDGER_FILE
 from kernelarc.rundir.sync_ledger import PARTS, LedgerView, SyncLedger
 from kernelarc.schema import Attempt, EvalStatus, Verdict
-from kernelarc.tracking import keys
+from kernelarc.tracking import keys, make_tracker
 from kernelarc.tracking.mlflow_sync import sync_run_dir
 from kernelarc.tracking.mlflow_tracker import MlflowTracker
 from kernelarc.tracking.tracker_queue import WriterQueue
@@ -143,7 +143,15 @@ def test_finish_gives_up_after_its_wait_and_sync_uploads_the_rest(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     run_dir = tmp_path / "run"
-    tracker = MlflowTracker(proxy.uri, "writer-stuck", run_dir=run_dir, finish_timeout_s=0.2)
+    # Through make_tracker, as the campaign's `tracking.finish_timeout_s` reaches it.
+    tracker = make_tracker(
+        "mlflow",
+        tracking_uri=proxy.uri,
+        experiment="writer-stuck",
+        run_dir=run_dir,
+        finish_timeout_s=0.2,
+    )
+    assert isinstance(tracker, MlflowTracker)
     campaign = _campaign(run_dir, tracker)
     attempts = _attempts(make_attempt)
     answered_before = proxy.answered
