@@ -108,7 +108,6 @@ class MlflowTracker:
         self._ledger = SyncLedger(self._run_dir / LEDGER_FILE) if self._run_dir else None
         self._lock = threading.Lock()
         self._uid = uuid.uuid4().hex[:16]
-        self._strategies: dict[str, str] = {}
         self._model_tagged: set[str] = set()
         self._progress = CampaignProgress(sol_score)
         self._finished = False
@@ -243,7 +242,6 @@ class MlflowTracker:
                 raise RuntimeError(msg)
             for attempt in sorted(attempts, key=lambda a: a.index):
                 self._progress.add(attempt)
-                self._strategies.setdefault(attempt.proposal.agent, attempt.proposal.strategy)
         parent, runs = view.parent_run_id, view.agent_runs
         # None: the writer's job broke (a bug, logged); keep the ledger's runs rather than
         # making a second parent run for one campaign.
@@ -255,10 +253,10 @@ class MlflowTracker:
             self._runs.adopt(view.experiment_id, parent, runs)
 
     def start_agent(self, agent: str, strategy: str) -> None:
-        """Note the agent's strategy; its child run is created with its first attempt, so an
-        agent that never proposes (one that does not apply to the problem) leaves no empty run."""
-        with self._lock:
-            self._strategies.setdefault(agent, strategy)
+        """Nothing now: an agent's child run is created with its first attempt (named and
+        tagged from that attempt's proposal, strategy included), so an agent that never
+        proposes (one that does not apply to the problem) leaves no empty run."""
+        del agent, strategy
 
     def log_attempt(self, attempt: Attempt) -> None:
         """Queue the attempt's metrics and artifacts for the agent's run and best-so-far for the
@@ -270,7 +268,6 @@ class MlflowTracker:
                 logger.warning("MLflow: attempt %d logged after finish; ignored", attempt.index)
                 return
             step = self._progress.add(attempt)
-            self._strategies.setdefault(attempt.proposal.agent, attempt.proposal.strategy)
             # Under the lock: the queue's order is the order of `_progress`.
             self._writer.submit(partial(self._write_attempt, step))
 
