@@ -35,6 +35,7 @@ from kernelarc.runner.go_line import go_line
 from kernelarc.sandboxes.docker.accounts import CACHE_DIR, make_cache_dir, numeric
 from kernelarc.sandboxes.docker.attach_stream import AttachStream, drain, pump_until
 from kernelarc.sandboxes.docker.engine import DOCKER_ERRORS, EVAL_MOUNT
+from kernelarc.sandboxes.resident_runner import empty_dir_but, file_stamp
 from kernelarc.sandboxes.result_file import result_complete
 from kernelarc.sandboxes.runner_accounts import Account, account_env
 from kernelarc.sandboxes.runner_cache import cache_env
@@ -156,7 +157,7 @@ class ExecRunner:
         while True:
             if pump_until(self.conn, self._stream, min(time.monotonic() + _POLL_S, final)):
                 return True
-            stamp = _stamp(self.result_path)
+            stamp = file_stamp(self.result_path)
             if stamp is not None and stamp != seen:
                 seen = stamp
                 complete, retiring = result_complete(self.result_path, self._key)
@@ -171,22 +172,7 @@ class ExecRunner:
 
     def clear_for_next(self) -> bool:
         """Empty the eval dir but the judge's `ref/`; False when something stays."""
-        try:
-            entries = list(self.workdir.iterdir())
-        except OSError:
-            return False
-        for entry in entries:
-            if entry.name == "ref" and entry.is_dir() and not entry.is_symlink():
-                continue
-            try:
-                if entry.is_dir() and not entry.is_symlink():
-                    shutil.rmtree(entry)
-                else:
-                    entry.unlink()
-            except OSError as exc:
-                logger.warning("cannot clear %s for the next request: %s", entry, exc)
-                return False
-        return True
+        return empty_dir_but(self.workdir, frozenset({"ref"}))
 
     def close(self) -> None:
         """Close its stdin/output connection (its eval dir stays)."""
@@ -240,15 +226,6 @@ def exec_runner(
     )
     runner.resident = resident_requests > 0
     return runner
-
-
-def _stamp(path: Path) -> tuple[int, int] | None:
-    """(mtime ns, size) of a file, or None when it does not exist."""
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return info.st_mtime_ns, info.st_size
 
 
 def exec_exit_code(api: Any, exec_id: str) -> int | None:

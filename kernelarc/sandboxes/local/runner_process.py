@@ -31,6 +31,7 @@ from pathlib import Path
 from kernelarc.errors import SandboxError
 from kernelarc.runner.go_line import go_line
 from kernelarc.sandboxes.local.runner_identities import Lease
+from kernelarc.sandboxes.resident_runner import empty_dir_but, file_stamp
 from kernelarc.sandboxes.result_file import cap_tail, result_complete
 from kernelarc.sandboxes.runner_lifecycle import RunEnd
 from kernelarc.sandboxes.safe_files import write_below
@@ -156,7 +157,7 @@ class RunnerProcess:
         seen: tuple[int, int] | None = None
         delay = 0.002
         while True:
-            stamp = _stamp(self.result_path)
+            stamp = file_stamp(self.result_path)
             if stamp is not None and stamp != seen:
                 seen = stamp
                 complete, retiring = result_complete(self.result_path, self._key)
@@ -172,22 +173,7 @@ class RunnerProcess:
     def clear_for_next(self) -> bool:
         """Empty its dir for the next request but the judge's own entries (`KEPT_ENTRIES`);
         False when something stays (then it must not be reused)."""
-        try:
-            entries = list(self.workdir.iterdir())
-        except OSError:
-            return False
-        for entry in entries:
-            if entry.name in KEPT_ENTRIES and not entry.is_symlink():
-                continue
-            try:
-                if entry.is_dir() and not entry.is_symlink():
-                    shutil.rmtree(entry)
-                else:
-                    entry.unlink()
-            except OSError as exc:
-                logger.warning("cannot clear %s for the next request: %s", entry, exc)
-                return False
-        return True
+        return empty_dir_but(self.workdir, KEPT_ENTRIES)
 
     def discard(self) -> None:
         """End it (if it has not ended), remove its temp dir, then release its identity (its
@@ -274,15 +260,6 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
-
-
-def _stamp(path: Path) -> tuple[int, int] | None:
-    """(mtime ns, size) of a file, or None when it does not exist."""
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return info.st_mtime_ns, info.st_size
 
 
 def _kill_group(proc: "subprocess.Popen[bytes]") -> None:
