@@ -706,15 +706,8 @@ def test_a_resident_judge_keeps_the_problem_and_sweeps_what_a_candidate_left(
     turn, from its cache after the first; a daemon a candidate left is killed by the judge
     before its result is complete, so the container is kept and the next request still goes
     to the same judge."""
-    with DockerSandbox(
-        image=docker_engine.image_id,
-        docker_host=docker_engine.host,
-        python=docker_engine.python,
-        extra_mounts=docker_engine.mounts,
-        extra_env=docker_engine.env,
-        memory_limit_gb=8.0,
-        pids_limit=1024,
-    ) as sandbox:
+    options = {**_sandbox_options(docker_engine), "memory_limit_gb": 8.0, "pids_limit": 1024}
+    with DockerSandbox(**options) as sandbox:  # type: ignore[arg-type]
         add = SAMPLES / "kernels" / "add_return.py"
         first = sandbox.evaluate(_request(add), timeout_s=TIMEOUT_S)
         container = sandbox.container_id("cpu")
