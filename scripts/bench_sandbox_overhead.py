@@ -23,8 +23,8 @@ and with one that sleeps SLOW seconds per call (default 2; 3 calls per evaluatio
 evaluations outlast an import, as GPU evaluations with real timing do. The slow kernel also runs
 back to back with the CPU rule (spare after the end) for comparison.
 
-Every local sandbox above runs one-off runners (`resident_requests=0`), the cost being measured
-being a runner's. Last, RUNS evaluations back to back in a LocalSandbox with its default resident
+Every sandbox above runs one-off runners (`resident_requests=0`), the cost being measured being
+a runner's. Last, RUNS evaluations back to back in a LocalSandbox with its default resident
 judge (the runner judges request after request of the problem: no runner start, the reference's
 inputs, outputs and latency kept), after one untimed evaluation that fills its cache.
 
@@ -191,7 +191,7 @@ def main(argv: list[str]) -> int:
         with (
             LocalSandbox(resident_requests=0) as local_warm,
             LocalSandbox(warm_spare=False) as local_cold,
-            DockerSandbox(**docker) as docker_warm,
+            DockerSandbox(**docker, resident_requests=0) as docker_warm,
             DockerSandbox(**docker, warm_spare=False) as docker_cold,
         ):
             sandboxes: dict[str, Sandbox] = {
