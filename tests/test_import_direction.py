@@ -192,7 +192,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     for layer in (
         "kernelarc kernelarc.errors kernelarc.python_ast kernelarc.ratio_interval "
         "kernelarc.command_paths kernelarc.config kernelarc.jsonl_log kernelarc.reference_ops "
-        "kernelarc.timing_labels kernelarc.schema",
+        "kernelarc.timing_labels kernelarc.problem_key kernelarc.schema",
         "kernelarc.runner kernelarc.kernelgen",
         "kernelarc.problems",
         "kernelarc.sandboxes kernelarc.tracing kernelarc.guard",

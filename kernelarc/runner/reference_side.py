@@ -38,10 +38,9 @@ def generate(judge: Judge, workload: Workload) -> list[Value]:
     judge.draw_key, judge.last_draw = None, None  # unknown until this draw succeeds
     try:
         with judge.facts.stage("inputs"):
-            cached = None
+            inputs = None
             if judge.cache is not None and key is not None:
-                cached = judge.cache.inputs_of(key)
-            inputs = cached
+                inputs = judge.cache.inputs_of(key)
             if inputs is None:
                 inputs = generate_inputs(
                     req.definition, workload, req.device, req.problem_dir, judge.custom

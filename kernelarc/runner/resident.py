@@ -35,12 +35,12 @@ import time
 import traceback
 from pathlib import Path
 
+from kernelarc.problem_key import problem_key
 from kernelarc.runner.evaluate import evaluate_request, prestart_worker, start_zygote
 from kernelarc.runner.go_line import BadGoLine, start_deadline, wait_for_go
 from kernelarc.runner.memory_limit import INFRASTRUCTURE_LIMIT, apply_address_space
 from kernelarc.runner.resident_cache import (
     ProblemCache,
-    problem_identity,
     release_device_memory,
 )
 from kernelarc.runner.result_key import read_result_key
@@ -141,7 +141,7 @@ class ResidentJudge:
             "age_s": round(time.monotonic() - self.started, 3),
         }
         crash_log = "runner ended before every workload had a trace"
-        identity = problem_identity(request)
+        identity = problem_key(request)
         if self.cache is None:
             self.cache = ProblemCache(identity, self.device)
         elif self.cache.identity != identity or request.device != self.device:

@@ -40,7 +40,7 @@ from typing import Any
 import torch
 
 from kernelarc.runner.inputs import Value
-from kernelarc.schema import EvalRequest, TimingConfig, Workload
+from kernelarc.schema import TimingConfig, Workload
 
 logger = logging.getLogger(__name__)
 
@@ -69,15 +69,6 @@ RETIME_EVERY = 8
 RETIME_AFTER_S = 120.0
 #: How many of the latest measurements the reported median is taken over.
 KEEP_SAMPLES = 5
-
-
-def problem_identity(request: EvalRequest) -> str:
-    """What a cache belongs to: the definition, where its files are, the device."""
-    text = json.dumps(
-        [request.definition.model_dump(mode="json"), request.problem_dir, request.device],
-        sort_keys=True,
-    )
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def seed_key(kind: str, seed: int) -> str:

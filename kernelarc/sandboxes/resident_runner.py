@@ -1,19 +1,15 @@
-"""What both sandboxes share about resident judges (`kernelarc/runner/resident.py`): which
-requests one may take, its default length of service, and the note an evaluation by one gets.
+"""What both sandboxes share about resident judges (`kernelarc/runner/resident.py`): their
+default length of service, the note an evaluation by one gets, and their dir's upkeep.
 
 Place in the flow: `LocalSandbox` and `DockerSandbox` key the runner they keep after a request
-by `problem_key`; a kept runner only takes a request of the same key (their `take_spare`). Their
-runners (`local/runner_process.py`, `docker/exec_runner.py`) watch the result file with
-`file_stamp` and empty their dir for the next request with `empty_dir_but`.
+by `kernelarc.problem_key`; a kept runner only takes a request of the same key (their
+`take_spare`). Their runners (`local/runner_process.py`, `docker/exec_runner.py`) watch the
+result file with `file_stamp` and empty their dir for the next request with `empty_dir_but`.
 """
 
-import hashlib
-import json
 import logging
 import shutil
 from pathlib import Path
-
-from kernelarc.schema import EvalRequest
 
 logger = logging.getLogger(__name__)
 
@@ -21,15 +17,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_RESIDENT_REQUESTS = 64
 #: EvalResult.sandbox_notes of an evaluation by a resident judge.
 RESIDENT_NOTE = "resident judge"
-
-
-def problem_key(request: EvalRequest) -> str:
-    """The problem a request is for, as a resident judge holds it (definition, files, device)."""
-    text = json.dumps(
-        [request.definition.model_dump(mode="json"), request.problem_dir, request.device],
-        sort_keys=True,
-    )
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def file_stamp(path: Path) -> tuple[int, int] | None:

@@ -23,6 +23,7 @@ from pathlib import Path
 import docker
 
 from kernelarc.errors import SandboxError
+from kernelarc.problem_key import problem_key
 from kernelarc.sandboxes.docker.accounts import default_user, runner_users
 from kernelarc.sandboxes.docker.containers import (
     ContainerPool,
@@ -38,7 +39,6 @@ from kernelarc.sandboxes.owned_dirs import sweep_stale
 from kernelarc.sandboxes.resident_runner import (
     DEFAULT_RESIDENT_REQUESTS,
     RESIDENT_NOTE,
-    problem_key,
 )
 from kernelarc.sandboxes.runner_cache import CACHE_LIMIT_BYTES
 from kernelarc.sandboxes.runner_lifecycle import (

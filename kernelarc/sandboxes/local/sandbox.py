@@ -21,6 +21,7 @@ from concurrent.futures import Future
 from pathlib import Path
 
 from kernelarc.errors import SandboxError
+from kernelarc.problem_key import problem_key
 from kernelarc.sandboxes.host_caches import HostCaches, Prepared
 from kernelarc.sandboxes.local.runner_identities import Identity, IdentityPool, Lease
 from kernelarc.sandboxes.local.runner_limits import LimitSettings
@@ -32,7 +33,6 @@ from kernelarc.sandboxes.request_limits import runner_request
 from kernelarc.sandboxes.resident_runner import (
     DEFAULT_RESIDENT_REQUESTS,
     RESIDENT_NOTE,
-    problem_key,
 )
 from kernelarc.sandboxes.result_file import SignedResult
 from kernelarc.sandboxes.runner_cache import CACHE_LIMIT_BYTES, IdentityCaches, trim
