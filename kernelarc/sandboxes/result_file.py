@@ -68,8 +68,6 @@ class RunReport(BaseModel):
     """A resident judge's cache hits and misses (`kernelarc.runner.resident_cache`)."""
     resident: dict[str, float] = Field(default_factory=dict)
     """A resident judge's request number and age; empty for a one-off runner."""
-    complete: bool = False
-    """The judge's last write of this result (a resident judge's end of the request)."""
 
 
 @dataclass(frozen=True)
