@@ -310,7 +310,10 @@ class WorkerClient:
                     os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGKILL)
-            self._stopped = describe_wait_status(self._zygote.reap(self.pid))
+            try:
+                self._stopped = describe_wait_status(self._zygote.reap(self.pid))
+            except (OSError, ChannelError):  # the zygote is gone: the worker was killed above
+                self._stopped = "was killed (its zygote was gone, so its status is unknown)"
             left = wait_until_reaped(tree, TREE_GONE_WAIT_S)
             if left:
                 logger.warning(

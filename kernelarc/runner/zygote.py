@@ -281,11 +281,16 @@ def _child_states() -> dict[int, str]:
 
 
 def _reap_orphans(workers: set[int]) -> None:
-    """Reap the ended processes below the zygote that are not workers (SIGCHLD handler)."""
-    for pid, state in _child_states().items():
-        if pid not in workers and state == "Z":
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, os.WNOHANG)
+    """Reap the ended processes below the zygote that are not workers (SIGCHLD handler). It
+    never raises: an exception in a signal handler surfaces wherever the zygote was, and would
+    end the zygote (a fork bomb's thousands of orphans are when it runs most)."""
+    try:
+        for pid, state in _child_states().items():
+            if pid not in workers and state == "Z":
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+    except Exception:  # the next SIGCHLD or `sweep` reaps what this one missed
+        logger.debug("worker zygote: reaping orphans failed", exc_info=True)
 
 
 def _kill_orphans(workers: set[int]) -> int:
