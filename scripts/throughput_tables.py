@@ -226,13 +226,19 @@ TIMED_RUN_STAGES = (
 )
 
 
+#: Parts of `worker_start` the worker reports (untrusted; they only explain the time): its CUDA
+#: context making that came after the candidate did, and staging plus importing the candidate.
+WORKER_START_PARTS = ("worker_context_wait", "worker_import")
+
+
 def timed_run_table(result: dict[str, Any]) -> str:
     """Mean seconds per candidate's timed run, by runner stage, and the slot time around them
     (process start or spare wait, staging, result read-back)."""
     head = " | ".join(TIMED_RUN_STAGES)
     lines = [
-        f"| executor | GPUs | screens/GPU | timed runs | slot s | {head} | outside the runner |",
-        "|---|---|---|---|---|" + "---|" * (len(TIMED_RUN_STAGES) + 1),
+        f"| executor | GPUs | screens/GPU | timed runs | slot s | {head} | outside the runner "
+        "| worker start: CUDA context waited for | worker start: import |",
+        "|---|---|---|---|---|" + "---|" * (len(TIMED_RUN_STAGES) + 3),
     ]
     for run in result["runs"]:
         t = run.get("throughput")
@@ -244,8 +250,11 @@ def timed_run_table(result: dict[str, Any]) -> str:
         inside = [stages.get(f"timing_runner_{k}", 0.0) / count for k in TIMED_RUN_STAGES]
         slot = stages.get("timing", 0.0) / count
         cells = " | ".join(f"{v:.2f}" for v in inside)
+        parts = " | ".join(
+            f"{stages.get(f'timing_runner_{k}', 0.0) / count:.2f}" for k in WORKER_START_PARTS
+        )
         lines.append(
             f"| {t['executor']} | {run['gpus']} | {arm(run)} | "
-            f"{timed} | {slot:.2f} | {cells} | {slot - sum(inside):.2f} |"
+            f"{timed} | {slot:.2f} | {cells} | {slot - sum(inside):.2f} | {parts} |"
         )
     return "\n".join(lines)

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kernelarc.schema import EvalResult
-from kernelarc.schema.throughput import ThroughputReport
+from kernelarc.schema.throughput import RUNNER_SUB_STAGES, ThroughputReport
 
 #: Stage labels of executor evaluations.
 EVAL_STAGES = ("screen", "timing", "guard")
@@ -157,7 +157,8 @@ def _stages(timings: list[EvalTiming], propose_s: float) -> dict[str, float]:
             if timing.stage:  # the same, per evaluation stage: what a timed run itself costs
                 key = f"{timing.stage}_runner_{name}"
                 stages[key] = stages.get(key, 0.0) + seconds
-            inside += seconds
+            if name not in RUNNER_SUB_STAGES:
+                inside += seconds
     # Process start (or the wait for a warm spare), imports, result handling, the jail.
     stages["sandbox_other"] = max(0.0, sum(t.sandbox_s for t in timings) - inside)
     return {name: round(seconds, 3) for name, seconds in stages.items()}

@@ -68,6 +68,14 @@ class WorkerReply(BaseModel):
     """Threads started since the worker began (hooked `Thread.start`/`start_new_thread`)."""
     threads_alive: int = Field(default=0, ge=0)
     """`threading.active_count()` now."""
+    context_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    """Seconds the worker took to make its CUDA context after its fork (ready)."""
+    idle_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    """Seconds it then waited for its `setup` (ready): 0 when the candidate came before the
+    context was made, so making it was on the candidate's path."""
+    import_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    """Seconds from `setup` to the answer: staging, building and importing the candidate
+    (ready, import_error, compile_error)."""
     shared: list[SharedValue] | None = Field(default=None, max_length=256)
     """The outputs as CUDA IPC descriptors (`cuda_ipc`) instead of a blob (run)."""
     ipc_failed: bool = False

@@ -49,6 +49,7 @@ from kernelarc.runner.phase_times import PhaseTimes
 from kernelarc.runner.reference_side import generate, import_allowance_s, time_reference
 from kernelarc.runner.resident_cache import ProblemCache
 from kernelarc.runner.run_facts import RunFacts
+from kernelarc.runner.sched_state import SchedWatch
 from kernelarc.runner.staging import load_reference
 from kernelarc.runner.stream_order import StreamCursor, evaluation_order
 from kernelarc.runner.timing import timing_method
@@ -88,13 +89,17 @@ def evaluate_request(
     *,
     cache: ProblemCache | None = None,
     prestarted: WorkerClient | None = None,
+    sched: SchedWatch | None = None,
 ) -> Iterator[tuple[int, Trace]]:
     """Evaluate the request's workloads in `workload_order`: (request index, trace) each.
 
     `cache`: a resident judge's inputs, reference outputs and latencies of this problem;
     `prestarted`: a worker forked ahead for the candidate (else, on CUDA, one is forked at once,
-    so that its CUDA context is made while the judge loads the reference)."""
+    so that its CUDA context is made while the judge loads the reference);
+    `sched`: the judge's processes and their scheduling before any candidate ran (else read
+    now, before this request's candidate runs: the judge and the zygote)."""
     facts = facts if facts is not None else RunFacts()
+    sched = sched or SchedWatch.of_judge(zygote.pid)
     if prestarted is None and request.device == "cuda":
         prestarted = prestart_worker(zygote)
     environment = describe_environment(request.device)
@@ -108,7 +113,7 @@ def evaluate_request(
             yield index, make_trace(request, workload, environment, failed)
         return
     judge = Judge(request=request, reference=reference, custom=custom, zygote=zygote, facts=facts)
-    judge.cache, judge.prestarted = cache, prestarted
+    judge.cache, judge.prestarted, judge.sched = cache, prestarted, sched
     if cache is not None:
         cache.begin_request()
     judge.clock = WorkloadClock.for_request(request, import_allowance_s(request))
@@ -260,6 +265,9 @@ def _evaluate_workload(judge: Judge, index: int, workload: Workload) -> Outcome:
         timing_method=clock,
         **_interval_fields(interval),
     )
+    if judge.sched is not None and (changed := judge.sched.changes()) is not None:
+        # Checked once the candidate's calls of this workload are done (none runs after).
+        raise stop(EvalStatus.REWARD_HACK, changed)
     sharing = worker.sharing_note or judge.sharing_note
     notes = "\n".join(n for n in (timed.timing_note, notes, interleave_note, sharing) if n)
     return Outcome(

@@ -14,6 +14,7 @@ from kernelarc.runner.outcome import Outcome
 from kernelarc.runner.phase_times import PhaseTimes
 from kernelarc.runner.resident_cache import seed_key
 from kernelarc.runner.run_facts import RunFacts
+from kernelarc.runner.sched_state import SchedWatch
 from kernelarc.runner.worker_client import WorkerClient
 from kernelarc.runner.zygote import Zygote
 from kernelarc.schema import EvalRequest, EvalStatus
@@ -67,6 +68,9 @@ class Judge:
     """What a resident judge keeps across requests (`resident_cache.py`); None: nothing."""
     prestarted: WorkerClient | None = None
     """A worker forked ahead (its CUDA context made), waiting for its `setup`."""
+    sched: SchedWatch | None = None
+    """The judge's own processes and their scheduling before any candidate ran
+    (`sched_state.py`): checked at the end of every workload."""
     draw_key: str | None = None
     """Where the RNG stream stands, as a hash of its seed and every draw since (the cache's
     key of the next draw); None when unknown."""

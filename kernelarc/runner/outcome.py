@@ -65,3 +65,14 @@ def make_trace(
         solution=request.solution.name,
         evaluation=evaluation,
     )
+
+
+def as_reward_hack(trace: Trace, log: str) -> Trace:
+    """A PASSED trace turned REWARD_HACK with `log` (its timing dropped); any other unchanged."""
+    evaluation = trace.evaluation
+    if evaluation is None or evaluation.status != EvalStatus.PASSED:
+        return trace
+    hacked = evaluation.model_copy(
+        update={"status": EvalStatus.REWARD_HACK, "log": cap_log(log), "performance": None}
+    )
+    return trace.model_copy(update={"evaluation": hacked})

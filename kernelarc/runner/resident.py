@@ -16,13 +16,19 @@ on a schedule, reported as the median of its recent measurements with their spre
 never keeps: anything of a candidate. Candidates still run only in workers forked from the
 zygote, which was forked before the judge loaded the reference or read any key; between two
 requests the judge kills the last candidate's workers and, through the zygote (their child
-subreaper), every process they left (`Zygote.sweep`), empties the jail's private /dev/shm, then
-forks the next worker ahead (its CUDA context made while no candidate runs). The host empties
-the runner's dir between requests (but the judge's `ref/` and logs).
+subreaper), every process they left (`Zygote.sweep`), and empties the jail's private /dev/shm.
+The next candidate's worker is forked at the start of a request, before this request's
+candidate code runs, so its CUDA context is made while the current candidate is judged, not on
+the next one's path; until its `setup` it is not dumpable (the current candidate cannot trace
+or read it), and its scheduling, the judge's and the zygote's are checked against their
+readings from before any candidate (`sched_state.py`): a change found once the candidate's
+processes are gone turns the request's passes into REWARD_HACK and retires the judge. The host
+empties the runner's dir between requests (but the judge's `ref/` and logs).
 
 It retires (exits after writing the complete result) when the sweep cannot clear what a
 candidate left, when its zygote is gone, when it has used half its CPU-time limit, after MAX
-requests, or when a request is for another problem or device; the host then starts a fresh one.
+requests, when a request is for another problem or device, or when a candidate changed the
+scheduling of its processes; the host then starts a fresh one.
 """
 
 import contextlib
@@ -39,6 +45,7 @@ from kernelarc.problem_key import problem_key
 from kernelarc.runner.evaluate import evaluate_request, prestart_worker, start_zygote
 from kernelarc.runner.go_line import BadGoLine, start_deadline, wait_for_go
 from kernelarc.runner.memory_limit import INFRASTRUCTURE_LIMIT, apply_address_space
+from kernelarc.runner.outcome import as_reward_hack
 from kernelarc.runner.resident_cache import (
     ProblemCache,
     release_device_memory,
@@ -46,12 +53,15 @@ from kernelarc.runner.resident_cache import (
 from kernelarc.runner.result_key import read_result_key
 from kernelarc.runner.result_writer import crash_traces, write_result
 from kernelarc.runner.run_facts import RunFacts
+from kernelarc.runner.sched_state import SchedWatch
 from kernelarc.runner.worker_client import WorkerClient
 from kernelarc.runner.zygote import Zygote
 from kernelarc.schema import EvalRequest, EvalStatus, Trace
 
 logger = logging.getLogger("kernelarc.runner")
 
+#: The role of the worker forked ahead for the next candidate in the judge's SchedWatch.
+AHEAD = "worker forked ahead"
 #: The share of RLIMIT_CPU after which a resident judge retires (the next runner starts fresh).
 CPU_SHARE_TO_RETIRE = 0.5
 #: Set by the local jail when /dev/shm is its private tmpfs (`sandboxes/jail.py`,
@@ -126,6 +136,11 @@ class ResidentJudge:
         self.zygote: Zygote | None = None
         self.cache: ProblemCache | None = None
         self.prestarted: WorkerClient | None = None
+        """The next candidate's worker, forked while the current one is judged (its CUDA
+        context is made off the next candidate's path)."""
+        self.sched: SchedWatch | None = None
+        """The judge, the zygote and the worker forked ahead, with their scheduling before any
+        candidate could touch them (`sched_state.py`)."""
         self.retire_reason: str | None = None
         self.deadline: threading.Timer | None = None
         """The current request's deadline from its go line (Docker's), cancelled before its
@@ -152,8 +167,17 @@ class ResidentJudge:
         try:
             assert self.zygote is not None, "serve() starts the zygote before any key is read"
             prestarted, self.prestarted = self.prestarted, None
+            if self.sched is not None:
+                self.sched.forget(AHEAD)  # this candidate's own now
+            self._fork_ahead()
             evaluation = evaluate_request(
-                request, self.root, self.zygote, facts, cache=cache, prestarted=prestarted
+                request,
+                self.root,
+                self.zygote,
+                facts,
+                cache=cache,
+                prestarted=prestarted,
+                sched=self.sched,
             )
             for index, trace in evaluation:
                 traces[index] = trace
@@ -164,6 +188,13 @@ class ResidentJudge:
         if len(traces) + len(facts.skipped) < len(request.workloads):
             crash_traces(request, traces, facts.skipped, crash_log)
         self._sweep()  # before the result is complete: then nothing of the candidate is alive
+        changed = self.sched.changes() if self.sched is not None else None
+        if changed is not None:
+            # Nothing of the candidate is alive now, so it (or what it left) did this; the nice
+            # value and policy cannot be set back without privileges: the judge retires.
+            logger.warning("%s", changed)
+            self.retire_reason = "a candidate changed the scheduling of the judge's processes"
+            traces = {i: as_reward_hack(t, changed) for i, t in traces.items()}
         release_device_memory(self.device)
         self._decide_retirement()
         infrastructure = self._own_memory_failure(traces)
@@ -222,10 +253,21 @@ class ResidentJudge:
             if limit is not None and spent > CPU_SHARE_TO_RETIRE * limit:
                 self.retire_reason = f"used {spent:.0f} s of its {limit:.0f} s CPU-time limit"
 
+    def _fork_ahead(self) -> None:
+        """Fork the next candidate's worker now, while the current candidate's worker (still
+        without its candidate) is the only other one: unless this request is the last, and
+        with its scheduling read before any candidate code runs."""
+        if self.retire_reason is not None or self.zygote is None:
+            return
+        if self.served >= self.max_requests or self.prestarted is not None:
+            return
+        self.prestarted = prestart_worker(self.zygote)
+        if self.prestarted is not None and self.sched is not None:
+            self.sched.add(AHEAD, self.prestarted.pid)
+
     def between_requests(self) -> None:
-        """Fork the next worker ahead, unless retiring."""
-        if self.retire_reason is None and self.zygote is not None:
-            self.prestarted = prestart_worker(self.zygote)
+        """Fork the next worker unless one was forked ahead (or the judge retires)."""
+        self._fork_ahead()
 
     def close(self) -> None:
         """Stop the pre-started worker and the zygote (which kills what is left of its own)."""
@@ -260,6 +302,7 @@ def serve(
                 try:
                     apply_address_space(request)
                     judge.zygote = start_zygote(device, root)
+                    judge.sched = SchedWatch.of_judge(judge.zygote.pid)
                 except Exception:
                     logger.error("the worker zygote did not start:\n%s", traceback.format_exc())
                     return 2

@@ -58,6 +58,7 @@ def ensure_worker(judge: Judge) -> WorkerClient:
     with judge.facts.stage("worker_start"):
         judge.worker = worker = _prestarted_or_new(judge, share)
         ready = worker.wait_ready()
+    _note_start(judge, worker, ready)
     if ready.kind == "import_error":
         judge.fatal = Outcome(EvalStatus.RUNTIME_ERROR, f"solution failed to import\n{ready.error}")
     elif ready.kind == "compile_error":
@@ -69,6 +70,23 @@ def ensure_worker(judge: Judge) -> WorkerClient:
         judge.discard_worker()
         raise Stop(judge.fatal)
     return judge.worker
+
+
+def _note_start(judge: Judge, worker: WorkerClient, ready: WorkerReply) -> None:
+    """Log where the worker's start went and add its parts to the facts (`worker_context_wait`:
+    CUDA context making the candidate waited for; `worker_import`: staging and importing it).
+    The figures are the worker's own (untrusted): they only explain the time, never a verdict."""
+    waited = worker.context_on_path_s(ready)
+    judge.facts.add("worker_context_wait", waited)
+    judge.facts.add("worker_import", ready.import_s)
+    logger.info(
+        "worker start: CUDA context %.3f s (%.3f s of it after the candidate came), "
+        "idle %.3f s before it, import %.3f s",
+        ready.context_s,
+        waited,
+        ready.idle_s,
+        ready.import_s,
+    )
 
 
 def _prestarted_or_new(judge: Judge, share: bool) -> WorkerClient:

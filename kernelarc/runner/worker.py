@@ -23,6 +23,7 @@ import logging
 import os
 import socket
 import sys
+import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,17 +76,31 @@ class _Worker:
     """Outputs the judge is reading by IPC: kept alive until its next request."""
     block_pool: ShiftingInputPool | None = None
     """The interleaved blocks' pool for the last run's inputs (made by the first block)."""
+    start_times: dict[str, float] = field(default_factory=dict)
+    """When its start went where (`context_s`, `idle_s`, and the monotonic time `setup` was
+    received), for its start reply."""
 
 
 def worker_main(sock: socket.socket, device: str, root: Path) -> None:
     """Serve one judge connection, then end the process (never returns)."""
     code = 0
+    forked = time.monotonic()
     try:
-        set_dumpable(True)  # the candidate's own /proc/self stays usable; the judge stays closed
         if device == "cuda":
             _create_cuda_context()
+        made = time.monotonic()
+        # Not dumpable (as forked from the judge) until its candidate comes: a worker forked
+        # ahead lives beside the previous candidate, which must not reach into it (ptrace,
+        # /proc/PID/mem); its scheduling is watched by the judge (`sched_state.py`).
         request = _receive_setup(sock)
+        received = time.monotonic()
+        set_dumpable(True)  # the candidate's own /proc/self stays usable; the judge stays closed
         worker = _install(sock, request)
+        worker.start_times = {
+            "context_s": made - forked,
+            "idle_s": received - made,
+            "received": received,
+        }
         if _start(worker, root):
             _serve(worker)
     except ChannelClosed:
@@ -153,13 +168,21 @@ def _start(worker: _Worker, root: Path) -> bool:
         build_solution(solution, src)
         worker.entry = load_entry(solution, src)
     except BuildError as exc:
-        _reply(worker, "compile_error", error=str(exc))
+        _reply(worker, "compile_error", error=str(exc), **_start_times(worker))
         return False
     except BaseException:  # SystemExit at import is a failed import, not a worker exit
-        _reply(worker, "import_error", error=traceback.format_exc())
+        _reply(worker, "import_error", error=traceback.format_exc(), **_start_times(worker))
         return False
-    _reply(worker, "ready")
+    _reply(worker, "ready", **_start_times(worker))
     return True
+
+
+def _start_times(worker: _Worker) -> dict[str, Any]:
+    """The start reply's `context_s`, `idle_s` and `import_s` (seconds, never negative)."""
+    times = dict(worker.start_times)
+    received = times.pop("received", time.monotonic())
+    times["import_s"] = time.monotonic() - received
+    return {k: max(0.0, v) for k, v in times.items()}
 
 
 def _serve(worker: _Worker) -> None:

@@ -160,6 +160,8 @@ class WorkerClient:
             self.pid, self._sock = zygote.spawn()
         except SpawnFailed as exc:
             raise WorkerDied(str(exc)) from exc
+        self.forked_at = time.monotonic()
+        self.setup_at: float | None = None
         self.budget = Budget()
         """The workload's budget; the judge replaces it per workload (a shared object)."""
         self._stopped: str | None = None
@@ -170,7 +172,15 @@ class WorkerClient:
     def setup(self, request_json: bytes) -> None:
         """Give a worker forked by `worker.worker_main` its candidate: the request as JSON
         (then it imports the candidate; `wait_ready` has its answer)."""
+        self.setup_at = time.monotonic()
         self._send({"kind": "setup"}, request_json)
+
+    def context_on_path_s(self, reply: WorkerReply) -> float:
+        """Seconds of the worker's CUDA context making that came after its `setup` was sent
+        (the candidate waited for them), from its start reply."""
+        if self.setup_at is None:
+            return 0.0
+        return max(0.0, self.forked_at + reply.context_s - self.setup_at)
 
     def wait_ready(self) -> WorkerReply:
         """The worker's start reply: `ready`, `import_error` or `compile_error`."""

@@ -181,7 +181,8 @@ class EvalResult(RecordModel):
     was compiled again)."""
     stage_s: dict[str, float] = Field(default_factory=dict)
     """Seconds per stage inside the runner, as the judge measured them: `build` (C++),
-    `worker_start` (forking the worker, importing the candidate), `correctness` (rounds and the
+    `worker_start` (forking the worker, importing the candidate; its parts `worker_context_wait`
+    and `worker_import`, as the worker reports them), `correctness` (rounds and the
     timing probe), `timing` (the candidate's timed iterations), `reference_timing`,
     `interleaved_timing` (both sides' interleaved blocks), `inputs`
     (drawing inputs, re-drawn ones included). Empty when the runner reported none."""

@@ -8,6 +8,11 @@ from pydantic import Field
 
 from kernelarc.schema.base import RecordModel
 
+#: Runner stages that are parts of another (`EvalResult.stage_s`), so not added again to the
+#: runner's total: the part of `worker_start` spent waiting for the worker's CUDA context, and
+#: the part spent staging and importing the candidate (both as the worker reports them).
+RUNNER_SUB_STAGES = {"worker_context_wait": "worker_start", "worker_import": "worker_start"}
+
 
 class ThroughputReport(RecordModel):
     """Throughput of one campaign's evaluations (all times in seconds)."""

@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from hostile_suite import candidate_request, control_request, processes_with
+from hostile_suite import HOSTILE, candidate_request, control_request, processes_with
 
 from kernelarc.sandboxes import LocalSandbox
 from kernelarc.schema import EvalResult, EvalStatus
@@ -227,3 +227,62 @@ def test_the_private_shm_variable_is_the_jails() -> None:
     from kernelarc.sandboxes import jail
 
     assert resident.PRIVATE_SHM_VARIABLE == jail.PRIVATE_SHM_VARIABLE
+
+
+SIBLINGS = """
+import os
+from pathlib import Path
+
+
+def _parent_of(pid):
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def run(x, y):
+    me, zygote = os.getpid(), os.getppid()
+    siblings = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != me:
+            try:
+                if _parent_of(int(entry.name)) == zygote:
+                    siblings.append(int(entry.name))
+            except (OSError, ValueError, IndexError):
+                pass
+    for pid in siblings:
+        try:
+            with open(f"/proc/{pid}/mem", "rb") as handle:
+                handle.read(1)
+            print("sibling memory read", flush=True)
+        except OSError as exc:
+            print("sibling memory refused:", type(exc).__name__, flush=True)
+    print("siblings:", len(siblings), flush=True)
+    return x + y
+"""
+
+
+def test_the_next_worker_is_forked_ahead_and_out_of_the_candidates_reach(
+    sandbox: LocalSandbox,
+) -> None:
+    first = sandbox.evaluate(candidate_request("siblings", SIBLINGS), timeout_s=TIMEOUT_S)
+    second = sandbox.evaluate(control_request(), timeout_s=TIMEOUT_S)
+    assert _statuses(first) == [EvalStatus.PASSED] * WORKLOADS
+    # While a candidate runs, the next one's worker already exists beside it ...
+    assert "siblings: 1" in first.stderr_tail
+    # ... and cannot be read or traced by it (not dumpable until its own candidate comes).
+    assert "sibling memory refused" in first.stderr_tail
+    assert "sibling memory read" not in first.stderr_tail
+    assert (second.resident_request, _statuses(second)) == (2, [EvalStatus.PASSED] * WORKLOADS)
+
+
+def test_a_candidate_that_pushes_its_judge_down_is_a_reward_hack(sandbox: LocalSandbox) -> None:
+    source = (HOSTILE / "renice_judge" / "kernel.py").read_text()
+    sandbox.evaluate(control_request(), timeout_s=TIMEOUT_S)
+    pushed = sandbox.evaluate(candidate_request("renice", source), timeout_s=TIMEOUT_S)
+    after = sandbox.evaluate(control_request(), timeout_s=TIMEOUT_S)
+    assert _statuses(pushed) == [EvalStatus.REWARD_HACK] * WORKLOADS
+    log = pushed.traces[0].evaluation.log  # type: ignore[union-attr]
+    assert "scheduling of the judge's own processes was changed" in log
+    assert "nice 0 -> 19" in log
+    # The judge cannot undo it, so it retired: the next candidate gets a fresh one.
+    assert _statuses(after) == [EvalStatus.PASSED] * WORKLOADS
+    assert after.resident_request == 1
