@@ -125,7 +125,8 @@ def _parse(argv: list[str]) -> Args | list[Path]:
         "--resident",
         default="64",
         help="sandbox.resident_requests values, one campaign each (e.g. 0,64; 0 = a fresh runner "
-        "per evaluation)",
+        "per evaluation; a value named twice runs twice, e.g. 64,0,64 where the first arm fills "
+        "the host's JIT cache for both later ones)",
     )
     parser.add_argument("--compare", nargs="+", type=Path, help="JSON results to tabulate only")
     ns = parser.parse_args(argv)
@@ -206,13 +207,20 @@ def _fixed_cost(args: Args) -> float:
 
 
 def _campaign(
-    args: Args, executor: str, gpus: int, screens: int, resident: int, time_s: float
+    args: Args,
+    executor: str,
+    gpus: int,
+    screens: int,
+    resident: int,
+    time_s: float,
+    repeat: int = 0,
 ) -> dict[str, Any]:
     ray = RayConfig(address="local", num_gpus=gpus if args.device == "cuda" else None)
     if args.device == "cpu":
         ray = RayConfig(address="local", num_cpus=2)
+    again = f"-again{repeat}" if repeat else ""
     cfg = CampaignConfig(
-        name=f"bench-{executor}-{gpus}-s{screens}-r{resident}",
+        name=f"bench-{executor}-{gpus}-s{screens}-r{resident}{again}",
         problem=args.problem,
         workloads=args.workloads,
         seed=0,
@@ -331,12 +339,15 @@ def main(argv: list[str]) -> int:
     ]
     for index, (gpus, screens, resident) in enumerate(arms):
         started = time.monotonic()
+        # An arm named twice (e.g. --resident 64,0,64: the first a cold-cache arm) gets its own
+        # campaign name and run dir.
+        repeat = arms[:index].count((gpus, screens, resident))
         # Each campaign's wall-clock budget: a fair share of what is left before the watchdog,
         # less a margin for the evaluation in flight at its deadline.
         left = args.max_wall_s - (started - script_start) - fixed_cost
         share = max(1.0, WALL_SHARE * left / (len(arms) - index))
         try:
-            run = _campaign(args, executor, gpus, screens, resident, share)
+            run = _campaign(args, executor, gpus, screens, resident, share, repeat)
         except Exception as exc:  # report and go on with the next arm
             run = {
                 "executor": executor,
@@ -345,6 +356,7 @@ def main(argv: list[str]) -> int:
                 "resident": resident,
                 "error": f"{type(exc).__name__}: {exc}",
             }
+        run["repeat"] = repeat
         run["script_wall_s"] = round(time.monotonic() - started, 1)
         run["sandbox_fixed_cost_s"] = fixed_cost
         result["runs"].append(run)

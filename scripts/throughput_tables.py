@@ -16,7 +16,8 @@ def arm(run: dict[str, Any]) -> str:
     if "resident" not in run:
         return screens
     resident = run["resident"]
-    return f"{screens}, {'resident ' + str(resident) if resident else 'one-off runners'}"
+    again = f" (again: {run['repeat'] + 1}.)" if run.get("repeat") else ""
+    return f"{screens}, {'resident ' + str(resident) if resident else 'one-off runners'}{again}"
 
 
 def _ratios(run: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:

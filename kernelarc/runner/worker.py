@@ -1,8 +1,9 @@
 """The solution worker: the only process that imports and runs candidate code.
 
 Forked from the zygote (`kernelarc.runner.zygote`) before the judge knows its candidate (on
-CUDA it creates its CUDA context at once, so a pre-started worker is ready when the candidate
-comes), it waits for the judge's `setup` message (the request as JSON in the blob), installs
+CUDA it creates its CUDA context at once and, while no candidate waits, imports Triton, so a
+pre-started worker is ready when the candidate comes), it waits for the judge's `setup` message
+(the request as JSON in the blob), installs
 the reward-hack probes (`hack_checks`), stages and imports the candidate from `src/`, answers
 `ready` (or `import_error`/`compile_error`), then serves the judge's requests until the socket
 closes:
@@ -21,6 +22,7 @@ receives and checks the reported latency against its own clock.
 
 import logging
 import os
+import select
 import socket
 import sys
 import time
@@ -89,6 +91,8 @@ def worker_main(sock: socket.socket, device: str, root: Path) -> None:
         if device == "cuda":
             _create_cuda_context()
         made = time.monotonic()
+        if device == "cuda" and not _setup_waiting(sock):
+            _preload_triton()
         # Not dumpable (as forked from the judge) until its candidate comes: a worker forked
         # ahead lives beside the previous candidate, which must not reach into it (ptrace,
         # /proc/PID/mem); its scheduling is watched by the judge (`sched_state.py`).
@@ -120,6 +124,28 @@ def _create_cuda_context() -> None:
         torch.cuda.synchronize()
     except Exception:
         logger.warning("creating the worker's CUDA context failed:\n%s", traceback.format_exc())
+
+
+def _setup_waiting(sock: socket.socket) -> bool:
+    """Whether the judge's `setup` has already come (the worker is on its candidate's path)."""
+    readable, _, _ = select.select([sock], [], [], 0)
+    return bool(readable)
+
+
+def _preload_triton() -> None:
+    """Import Triton and make its CUDA driver (its utility module loaded from the cache) in a
+    worker forked ahead, while no candidate waits for it: most candidates import Triton, which
+    took most of a worker's start on the GPU (0.9 s on an H100). Only when no `setup` is
+    waiting yet, so a worker forked for a candidate at hand (or a non-Triton candidate's one-off
+    runner) does not pay it on the candidate's path. A failure is left for the candidate's own
+    import to meet."""
+    try:
+        import triton
+        import triton.language
+
+        triton.runtime.driver.active.get_current_device()
+    except Exception:
+        logger.info("triton not preloaded:\n%s", traceback.format_exc())
 
 
 def _receive_setup(sock: socket.socket) -> EvalRequest:
