@@ -42,8 +42,10 @@ KNOB_VALUES: Mapping[str, Mapping[Device, tuple[int, ...]]] = {
     "NUM_WARPS": {"cuda": (4, 8, 2, 16), "cpu": (4,)},
     "ROWS": {"cuda": (4, 1, 2, 8, 16, 32, 64), "cpu": (64, 16)},
     "BLOCK_R": {"cuda": (1024, 512, 2048, 4096, 256), "cpu": (4096, 1024)},
-    "PERSISTENT_MAX": {"cuda": (16384, 4096, 1024, 32768), "cpu": (65536, 4096)},
-    "NUM_WARPS_RED": {"cuda": (8, 4, 16, 2), "cpu": (4,)},
+    # Rows up to 32768 in one pass (read once, not twice); `launch_for` gives such a row the
+    # warps its registers need (REGISTER_ELEMENTS).
+    "PERSISTENT_MAX": {"cuda": (32768, 4096, 1024, 16384), "cpu": (65536, 4096)},
+    "NUM_WARPS_RED": {"cuda": (8, 4, 16, 2, 32), "cpu": (4,)},
     # The interpreter pays per program: splitting only adds programs there (off first).
     "SPLIT_R": {"cuda": (1024, 256, 64, 0), "cpu": (0, 8)},
     # Column reductions: a 128 x 16 tile reads 512 contiguous bytes per row of float32.
@@ -78,6 +80,10 @@ SPLIT_MIN_ROWS = {"cuda": 64, "cpu": 4}
 
 #: fp32 values one program may hold in its reduction tile (XBLOCK * RBLOCK) before spilling.
 MAX_TILE = {"cuda": 8192, "cpu": 1 << 20}
+#: Values of a reduction tile per thread that stay in registers (MAX_TILE over 8 warps).
+REGISTER_ELEMENTS = 32
+#: A CUDA thread block holds at most 1024 threads.
+MAX_WARPS = 32
 
 
 def default_knobs(device: Device) -> dict[str, int]:
@@ -117,7 +123,17 @@ def launch_for(space: Space | GemmSpace, knobs: GenKnobs, device: Device) -> Lau
     warps = knobs["NUM_WARPS_RED"]
     # Fewer warps than a tile of one row per thread-vector needs is a waste of threads.
     warps = max(1, min(warps, (xblock * rblock) // 64 or 1))
+    if device == "cuda":
+        warps = max(warps, register_warps(xblock * rblock))
     return Launch(xblock=xblock, rblock=rblock, persistent=persistent, num_warps=warps)
+
+
+def register_warps(tile: int) -> int:
+    """The fewest warps (a power of two, at most MAX_WARPS) that hold a tile of `tile` values
+    with at most REGISTER_ELEMENTS per thread: a persistent row wider than MAX_TILE with the
+    knob's warps would otherwise spill to local memory (32768 float32 values over 8 warps are
+    128 registers a thread, before the kernel's own)."""
+    return min(MAX_WARPS, next_pow2(-(-tile // (REGISTER_ELEMENTS * 32))))
 
 
 def column_xblock(inner: int, knobs: GenKnobs) -> int:
