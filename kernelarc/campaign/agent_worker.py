@@ -131,7 +131,8 @@ class AgentWorker:
             # Breadth-first in team order at the slots (proposal_order.py): every agent's n-th
             # candidate before any agent's (n+1)-th.
             priority = (taken, self.team_order.get(agent.name, len(self.team_order)))
-            # The compiler's eager anchor needs no tracing: judged while the Triton agents trace.
+            # The compiler's anchors (compile default on CUDA, then the eager reference) need no
+            # tracing: judged while the Triton agents trace.
             if not (isinstance(agent, AnchoringAgent) and agent.is_anchor(proposal)):
                 self._order.wait_for_earlier(agent.name, taken)
             taken += 1

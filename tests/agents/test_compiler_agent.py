@@ -37,23 +37,40 @@ def _all(agent: CompilerAgent, ctx: AgentContext) -> list:
     return out
 
 
-def test_eager_first_then_compile_variants_cpu_and_cuda() -> None:
+def test_eager_first_on_the_cpu_compile_default_first_on_cuda() -> None:
     problem = resolve_problem("rmsnorm")
     cpu = _all(CompilerAgent(), AgentContext(problem=problem, device="cpu"))
     cuda = _all(CompilerAgent(), AgentContext(problem=problem, device="cuda"))
     assert [p.knobs["variant"] for p in cpu] == [v.tag for v in VARIANTS if not v.cuda_only]
-    assert [p.knobs["variant"] for p in cuda] == [v.tag for v in VARIANTS]
+    tags = [v.tag for v in VARIANTS]
+    assert [p.knobs["variant"] for p in cuda] == ["compile-default", "eager", *tags[2:]]
     assert {"max-autotune", "reduce-overhead"} <= {p.knobs.get("mode") for p in cuda}
     assert cpu[0].solution.sources[0].content == problem.definition.reference
     assert cpu[0].knobs == {"variant": "eager", "compiled": False}
     assert len({p.id for p in cuda}) == len(cuda)
 
 
-def test_only_the_eager_reference_is_the_anchor() -> None:
+def test_the_eager_reference_and_compile_default_are_the_anchors() -> None:
     agent = CompilerAgent()
     assert isinstance(agent, AnchoringAgent)
     proposals = _all(agent, AgentContext(problem=resolve_problem("rmsnorm"), device="cuda"))
-    assert [agent.is_anchor(p) for p in proposals] == [True] + [False] * (len(proposals) - 1)
+    assert [agent.is_anchor(p) for p in proposals] == [True, True] + [False] * (len(proposals) - 2)
+
+
+def test_compile_default_found_failing_on_cuda_gives_way_to_eager() -> None:
+    failing = Conclusion(
+        id="c-1",
+        agent="peer",
+        strategy="compiler",
+        claim="variant compile-default fails (RUNTIME_ERROR) on rmsnorm (attempt 2)",
+        scope=ConclusionScope(problem="rmsnorm"),
+        evidence=[Evidence(attempt_index=2, proposal_id="p-x", metric="status")],
+        confidence=0.7,
+        published_at="t",
+    )
+    ctx = AgentContext(problem=resolve_problem("rmsnorm"), device="cuda", conclusions=(failing,))
+    tags = [p.knobs["variant"] for p in _all(CompilerAgent(), ctx)]
+    assert tags[0] == "eager" and tags[-1] == "compile-default"
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -143,9 +160,22 @@ def test_conclusions_move_failing_variants_last_and_compiled_runs_conclude() -> 
     assert agent.conclude(eager, history) == [], "the eager baseline alone shows nothing"
 
 
+def test_compile_default_judged_before_eager_is_compared_when_eager_comes() -> None:
+    problem = resolve_problem("rmsnorm")
+    agent = CompilerAgent()
+    compiled = _judged(agent.propose(AgentContext(problem=problem, device="cuda")), 0, 1.5)
+    eager = _judged(agent.propose(AgentContext(problem=problem, device="cuda")), 1, 1.0)
+    assert compiled.proposal.knobs["variant"] == "compile-default"
+    assert agent.conclude(compiled, AgentContext(problem=problem, attempts=(compiled,))) == []
+    history = AgentContext(problem=problem, attempts=(compiled, eager))
+    (draft,) = agent.conclude(eager, history)
+    assert draft.claim == "variant compile-default over eager: +50% on rmsnorm (attempts 0 vs 1)"
+
+
 def test_compiled_variants_pin_inductor_options_and_scan_clean() -> None:
     problem = resolve_problem("rmsnorm")
-    for proposal in _all(CompilerAgent(), AgentContext(problem=problem, device="cuda"))[1:]:
+    proposals = _all(CompilerAgent(), AgentContext(problem=problem, device="cuda"))
+    for proposal in [p for p in proposals if p.knobs["compiled"]]:
         source = proposal.solution.sources[0].content
         (call,) = [line for line in source.splitlines() if "_kernelarc_torch.compile(" in line]
         assert call.endswith("options=_compile_options)") and "mode=" not in call
