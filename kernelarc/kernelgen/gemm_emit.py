@@ -25,6 +25,7 @@ from kernelarc.kernelgen.kernel_types import (
     NeedMaterialize,
     buffer_key,
 )
+from kernelarc.kernelgen.knobs import fit_stages
 from kernelarc.kernelgen.pointwise_ops import to_storage
 from kernelarc.kernelgen.space import (
     CODE_NAMES,
@@ -94,6 +95,7 @@ class GemmEmitter(ValueEmitter):
         self.loop_vars = frozenset({KA_NAME, KB_NAME})
         a = self._dot_operand(a_ref, (*z, rows, Lin.of(Var(KA_NAME, space.k))))
         b = self._dot_operand(b_ref, (*z, Lin.of(Var(KB_NAME, space.k)), cols))
+        self.launch = fit_stages(self.launch, a.dtype, b.dtype)  # the tiles' dtypes are known now
         # A dim of extent 1 drops out of the index (it is always 0): widen to the full tile.
         a = replace(a, code=f"tl.broadcast_to({a.code}, (XBLOCK, KBLOCK))")
         b = replace(b, code=f"tl.broadcast_to({b.code}, (KBLOCK, RBLOCK))")

@@ -27,6 +27,7 @@ workload of a problem.
 """
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Literal
 
 from kernelarc.kernelgen.kernel_types import Launch
@@ -84,6 +85,10 @@ MAX_TILE = {"cuda": 8192, "cpu": 1 << 20}
 REGISTER_ELEMENTS = 32
 #: A CUDA thread block holds at most 1024 threads.
 MAX_WARPS = 32
+#: Shared memory one program may use: the opt-in limit per block of Hopper and Blackwell GPUs
+#: (227 KiB; an A100 has 163 KiB, where a larger setting still fails at its launch).
+SHARED_MEMORY_BYTES = 232448
+_ELEMENT_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int8": 1}
 
 
 def default_knobs(device: Device) -> dict[str, int]:
@@ -126,6 +131,21 @@ def launch_for(space: Space | GemmSpace, knobs: GenKnobs, device: Device) -> Lau
     if device == "cuda":
         warps = max(warps, register_warps(xblock * rblock))
     return Launch(xblock=xblock, rblock=rblock, persistent=persistent, num_warps=warps)
+
+
+def fit_stages(launch: Launch, a_dtype: str, b_dtype: str) -> Launch:
+    """A GEMM launch with no more software-pipeline stages than the operand tiles of all stages
+    fit in SHARED_MEMORY_BYTES (`a_dtype`, `b_dtype`: the dtypes the operand tiles are loaded
+    in). Triton refuses such a kernel at its first launch (OutOfResources), a RUNTIME_ERROR:
+    128 x 64 and 64 x 128 float32 tiles are 64 KiB a stage, so 4 stages need 256 KiB (the H100
+    suite run of 2026-12-06, kb_l2_14). Capped here, the setting renders the same source as the
+    one with the fitting stage count, so it is not judged twice."""
+    if launch.num_stages <= 1 or not launch.kblock:
+        return launch
+    a_bytes, b_bytes = _ELEMENT_BYTES.get(a_dtype, 4), _ELEMENT_BYTES.get(b_dtype, 4)
+    stage = launch.kblock * (launch.xblock * a_bytes + launch.rblock * b_bytes)
+    fits = max(1, SHARED_MEMORY_BYTES // stage)
+    return replace(launch, num_stages=min(launch.num_stages, fits))
 
 
 def register_warps(tile: int) -> int:
