@@ -13,7 +13,7 @@ workload of a problem.
 | ROWS | most rows (x values) per program of reduction kernels |
 | BLOCK_R | chunk width of looped reductions |
 | PERSISTENT_MAX | longest row reduced in registers in one pass (longer rows loop) |
-| NUM_WARPS_RED | warps of reduction kernels (at least what a persistent row needs: `register_warps`) |
+| NUM_WARPS_RED | warps of reduction kernels (at least a persistent row's: `register_warps`) |
 | SPLIT_R | partials per output when a reduction with few outputs is split in two stages; 0: off |
 | COL_X | contiguous columns per program of column reductions (over a dim that is not the last) |
 | COL_R | rows of the reduced axis per loop step of column reductions (more when COL_X is cut) |
@@ -22,7 +22,7 @@ workload of a problem.
 | FUSE_GEMM | 1: matmuls are Triton GEMM kernels with their epilogues fused; 0: cuBLAS calls |
 | BLOCK_M, BLOCK_N, BLOCK_K | GEMM tile |
 | GROUP_M | GEMM tiles along M sharing B tiles in L2 |
-| NUM_WARPS_MM, NUM_STAGES | GEMM warps and software-pipeline stages (cut to what shared memory holds: `fit_stages`) |
+| NUM_WARPS_MM, NUM_STAGES | GEMM warps and pipeline stages (that fit: `fit_stages`) |
 | DOT_PRECISION | float32 GEMM operands: 0 ieee, 1 tf32, 2 tf32x3 (3 tf32 passes, ~fp32 accuracy) |
 """
 

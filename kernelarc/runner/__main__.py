@@ -17,9 +17,10 @@ This process is the judge; candidate code runs only in worker processes it forks
    before torch/triton load (triton reads it at import): from the request (cold form) or from
    --device (a spare; a request for another device is refused with RUNTIME_ERROR traces, which
    the host never sends).
-3. The evaluation modules (torch) load and the worker zygote is forked; only then is the result
-   key read from stdin, so no worker ever has it in memory (a spare reads its `go` line one byte
-   at a time, so the key line behind it stays in the pipe until then).
+3. The evaluation modules (torch) load and the worker zygote is forked (by a spare before `go`,
+   with its first worker: `head_start.py`); only then is the result key read from stdin, so no
+   worker ever has it in memory (a spare reads its `go` line one byte at a time, so the key line
+   behind it stays in the pipe until then).
 4. After each workload RESULT.json is rewritten atomically and signed with the key, so a crash or
    a kill later still leaves the traces done so far, and a file a worker writes is rejected. It
    holds the traces in request order (null for a workload not done yet), the stage times, the
@@ -37,7 +38,7 @@ import sys
 import threading
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # Step 1, before any heavy import.
 os.dup2(2, 1)
@@ -49,17 +50,28 @@ from kernelarc.runner.run_facts import RunFacts  # noqa: E402
 from kernelarc.runner.self_check import setup_problems  # noqa: E402
 from kernelarc.schema import EvalRequest, Trace  # noqa: E402
 
+if TYPE_CHECKING:
+    from kernelarc.runner.head_start import HeadStart
+
 set_dumpable(False)
 
 logger = logging.getLogger("kernelarc.runner")
 
 
-def _run(request: EvalRequest, root: Path, result_path: Path, refused: str | None) -> None:
-    """Evaluate; `refused` (a set-up failure) writes crash traces without evaluating anything
-    and names the failure in the result."""
+def _run(
+    request: EvalRequest,
+    root: Path,
+    result_path: Path,
+    refused: str | None,
+    head: "HeadStart | None" = None,
+) -> None:
+    """Evaluate (with the zygote and worker of `head` when the spare had a head start);
+    `refused` (a set-up failure) writes crash traces without evaluating anything and names the
+    failure in the result."""
     traces: dict[int, Trace] = {}
     facts = RunFacts()
     zygote: Any = None
+    prestarted: Any = None
     setup_error = refused
     crash_log = f"sandbox set-up failed: {refused}" if refused else ""
     crash_log = crash_log or "runner ended before every workload had a trace"
@@ -68,15 +80,21 @@ def _run(request: EvalRequest, root: Path, result_path: Path, refused: str | Non
             from kernelarc.runner.evaluate import evaluate_request, start_zygote  # torch
             from kernelarc.runner.memory_limit import apply_address_space
 
-            apply_address_space(request)  # before any worker exists: they inherit it
-            zygote = start_zygote(request.device, root)
+            apply_address_space(request)  # the judge's own; each worker applies it at setup
+            if head is not None:
+                (zygote, prestarted), head = (head.zygote, head.worker), None
+            else:
+                zygote = start_zygote(request.device, root)
     except Exception:
         crash_log = "runner failed to start:\n" + traceback.format_exc()
         setup_error = crash_log[-2000:]
+    if head is not None:
+        head.close()
     key = read_result_key()  # step 3: after the fork
     try:
         if zygote is not None:
-            for index, trace in evaluate_request(request, root, zygote, facts):
+            evaluation = evaluate_request(request, root, zygote, facts, prestarted=prestarted)
+            for index, trace in evaluation:
                 traces[index] = trace
                 write_result(result_path, request, traces, facts, key)
     except Exception:
@@ -182,11 +200,9 @@ def main(argv: list[str]) -> int:
     for problem in problems:
         logger.error("sandbox set-up: %s", problem)
     deadline: threading.Timer | None = None
+    head: HeadStart | None = None
     if device is not None:
-        if device == "cpu":
-            _cpu_environment()
-        _preload()
-        waited = _wait_for_go()
+        waited, head = _spare(device, problems)
         if isinstance(waited, int):
             return waited
         deadline = waited
@@ -206,13 +222,46 @@ def main(argv: list[str]) -> int:
             "nothing was evaluated (a sandbox bug)"
         )
     if refused is None and _may_compile(request):
+        if head is not None:  # its zygote was forked before torch.compile's modules loaded
+            head.close()
+            head = None
         _preload_compile()
     if resident and refused is None and device is not None:
         from kernelarc.runner.resident import serve
 
-        return serve(request_path, result_path, Path.cwd().resolve(), device, resident, deadline)
-    _run(request, Path.cwd().resolve(), result_path, refused)
+        root = Path.cwd().resolve()
+        return serve(request_path, result_path, root, device, resident, deadline, head)
+    _run(request, Path.cwd().resolve(), result_path, refused, head)
     return 0
+
+
+def _spare(
+    device: str, problems: list[str]
+) -> tuple[int | threading.Timer | None, "HeadStart | None"]:
+    """A spare's life before `go`: the evaluation modules loaded, the head start forked, then
+    `_wait_for_go`'s answer (an exit code ends the spare, its head start stopped)."""
+    if device == "cpu":
+        _cpu_environment()
+    _preload()
+    head = _head_start(device, problems)
+    waited = _wait_for_go()
+    if isinstance(waited, int) and head is not None:
+        head.close()
+        head = None
+    return waited, head
+
+
+def _head_start(device: str, problems: list[str]) -> "HeadStart | None":
+    """The spare's zygote and first worker, forked before `go` (`head_start.py`); none when
+    the runner's set-up failed (it evaluates nothing) or the evaluation modules did not load."""
+    if problems:
+        return None
+    try:
+        from kernelarc.runner.head_start import head_start
+    except Exception:
+        logger.warning("no head start:\n%s", traceback.format_exc())
+        return None
+    return head_start(device, Path.cwd().resolve())
 
 
 if __name__ == "__main__":

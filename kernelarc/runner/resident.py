@@ -10,20 +10,21 @@ the judge writes RESULT.json as a one-off runner does, signed with that request'
 its last write `complete`, which is how the host knows the request is done while the process
 lives on. An old result cannot pass for a new one: each request has its own key.
 
-What it keeps (`resident_cache.py`): the loaded reference, every round's inputs (pristine, per
-stream position), the reference's outputs on them, and the reference's latency (measured again
-on a schedule, reported as the median of its recent measurements with their spread). What it
-never keeps: anything of a candidate. Candidates still run only in workers forked from the
-zygote, which was forked before the judge loaded the reference or read any key; between two
-requests the judge kills the last candidate's workers and, through the zygote (their child
-subreaper), every process they left (`Zygote.sweep`), and empties the jail's private /dev/shm.
-The next candidate's worker is forked at the start of a request, before this request's
+Its zygote and first worker may come from the spare's head start (`head_start.py`, forked before
+`go`). What it keeps (`resident_cache.py`): the loaded reference, every round's inputs
+(pristine, per stream position), the reference's outputs on them, and the reference's latency
+(measured again on a schedule, reported as the median of its recent measurements with their
+spread). What it never keeps: anything of a candidate. Candidates still run only in workers
+forked from the zygote, which was forked before the judge loaded the reference or read any key;
+between two requests the judge kills the last candidate's workers and, through the zygote (their
+child subreaper), every process they left (`Zygote.sweep`), and empties the jail's private
+/dev/shm. The next candidate's worker is forked at the start of a request, before this request's
 candidate code runs, so its CUDA context is made while the current candidate is judged, not on
-the next one's path; until its `setup` it is not dumpable (the current candidate cannot trace
-or read it), and its scheduling, the judge's and the zygote's are checked against their
-readings from before any candidate (`sched_state.py`): a change found once the candidate's
-processes are gone turns the request's passes into REWARD_HACK and retires the judge. The host
-empties the runner's dir between requests (but the judge's `ref/` and logs).
+the next one's path; until its `setup` it is not dumpable (the current candidate cannot trace or
+read it), and its scheduling, the judge's and the zygote's are checked against their readings
+from before any candidate (`sched_state.py`): a change found once the candidate's processes are
+gone turns the request's passes into REWARD_HACK and retires the judge. The host empties the
+runner's dir between requests (but the judge's `ref/` and logs).
 
 It retires (exits after writing the complete result) when the sweep cannot clear what a
 candidate left, when its zygote is gone, when it has used half its CPU-time limit, after MAX
@@ -44,6 +45,7 @@ from pathlib import Path
 from kernelarc.problem_key import problem_key
 from kernelarc.runner.evaluate import evaluate_request, prestart_worker, start_zygote
 from kernelarc.runner.go_line import BadGoLine, start_deadline, wait_for_go
+from kernelarc.runner.head_start import HeadStart
 from kernelarc.runner.memory_limit import INFRASTRUCTURE_LIMIT, apply_address_space
 from kernelarc.runner.outcome import as_reward_hack
 from kernelarc.runner.resident_cache import (
@@ -284,12 +286,15 @@ def serve(
     device: str,
     max_requests: int,
     deadline: threading.Timer | None = None,
+    head: HeadStart | None = None,
 ) -> int:
     """Judge the request already announced by `go` (`deadline`: the timer its go line
-    started), then every later one (module docstring); 0 once it stops serving, 2 on a bad go
-    line or an unreadable request."""
+    started; `head`: the zygote and worker the spare forked before it), then every later one
+    (module docstring); 0 once it stops serving, 2 on a bad go line or an unreadable request."""
     judge = ResidentJudge(root, device, max_requests)
     judge.deadline = deadline
+    if head is not None:
+        judge.zygote, judge.prestarted = head.zygote, head.worker
     try:
         while True:
             try:
@@ -297,12 +302,15 @@ def serve(
             except Exception:
                 logger.error("cannot read the request:\n%s", traceback.format_exc())
                 return 2
-            if judge.zygote is None:
+            if judge.sched is None:
                 # The zygote must exist before any key is read (no worker may hold one).
                 try:
-                    apply_address_space(request)
-                    judge.zygote = start_zygote(device, root)
+                    apply_address_space(request)  # the judge's; each worker applies its own
+                    if judge.zygote is None:
+                        judge.zygote = start_zygote(device, root)
                     judge.sched = SchedWatch.of_judge(judge.zygote.pid)
+                    if judge.prestarted is not None:
+                        judge.sched.add(AHEAD, judge.prestarted.pid)
                 except Exception:
                     logger.error("the worker zygote did not start:\n%s", traceback.format_exc())
                     return 2

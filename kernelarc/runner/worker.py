@@ -22,7 +22,6 @@ receives and checks the reported latency against its own clock.
 
 import logging
 import os
-import select
 import socket
 import sys
 import time
@@ -52,10 +51,12 @@ from kernelarc.runner.channel import (
 from kernelarc.runner.correctness import OutputFormatError, collect_outputs
 from kernelarc.runner.hack_checks import Guards, ThreadMonitor, ban_cpp_extension, same_bits
 from kernelarc.runner.inputs import allocate_outputs
+from kernelarc.runner.memory_limit import apply_address_space
 from kernelarc.runner.memory_pool import ShiftingInputPool
 from kernelarc.runner.outcome import cap_log
 from kernelarc.runner.result_key import set_dumpable
 from kernelarc.runner.staging import BuildError, build_solution, load_entry, write_sources
+from kernelarc.runner.worker_warmup import create_cuda_context, preload_triton, setup_waiting
 from kernelarc.schema import EvalRequest, Workload
 from kernelarc.schema.solution import PYTHON_LANGUAGES
 
@@ -89,15 +90,18 @@ def worker_main(sock: socket.socket, device: str, root: Path) -> None:
     forked = time.monotonic()
     try:
         if device == "cuda":
-            _create_cuda_context()
+            create_cuda_context()
         made = time.monotonic()
-        if device == "cuda" and not _setup_waiting(sock):
-            _preload_triton()
+        if device == "cuda" and not setup_waiting(sock):
+            preload_triton()
         # Not dumpable (as forked from the judge) until its candidate comes: a worker forked
         # ahead lives beside the previous candidate, which must not reach into it (ptrace,
         # /proc/PID/mem); its scheduling is watched by the judge (`sched_state.py`).
         request = _receive_setup(sock)
         received = time.monotonic()
+        # The request's address-space limit (CPU): forked before it was known (a spare's head
+        # start, a worker forked ahead), the worker lowers its own before the candidate loads.
+        apply_address_space(request)
         set_dumpable(True)  # the candidate's own /proc/self stays usable; the judge stays closed
         worker = _install(sock, request)
         worker.start_times = {
@@ -114,38 +118,6 @@ def worker_main(sock: socket.socket, device: str, root: Path) -> None:
         code = 70
     sys.stderr.flush()
     os._exit(code)
-
-
-def _create_cuda_context() -> None:
-    """Initialise CUDA before the candidate exists (a failure is left for the candidate's own
-    first CUDA call to report)."""
-    try:
-        torch.cuda.init()  # type: ignore[no-untyped-call]
-        torch.cuda.synchronize()
-    except Exception:
-        logger.warning("creating the worker's CUDA context failed:\n%s", traceback.format_exc())
-
-
-def _setup_waiting(sock: socket.socket) -> bool:
-    """Whether the judge's `setup` has already come (the worker is on its candidate's path)."""
-    readable, _, _ = select.select([sock], [], [], 0)
-    return bool(readable)
-
-
-def _preload_triton() -> None:
-    """Import Triton and make its CUDA driver (its utility module loaded from the cache) in a
-    worker forked ahead, while no candidate waits for it: most candidates import Triton, which
-    took most of a worker's start on the GPU (0.9 s on an H100). Only when no `setup` is
-    waiting yet, so a worker forked for a candidate at hand (or a non-Triton candidate's one-off
-    runner) does not pay it on the candidate's path. A failure is left for the candidate's own
-    import to meet."""
-    try:
-        import triton
-        import triton.language
-
-        triton.runtime.driver.active.get_current_device()
-    except Exception:
-        logger.info("triton not preloaded:\n%s", traceback.format_exc())
 
 
 def _receive_setup(sock: socket.socket) -> EvalRequest:

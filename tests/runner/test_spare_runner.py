@@ -131,3 +131,33 @@ def test_go_deadline_kills_the_runners_own_group_only(tmp_path: Path) -> None:
     while _processes_with(marker.encode()) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _processes_with(marker.encode()) == []
+
+
+def test_a_spare_forks_its_zygote_and_first_worker_before_go(tmp_path: Path) -> None:
+    """The head start (`head_start.py`): before `go` the spare already has its worker zygote
+    and the first candidate's worker (3 processes carrying the spare's environment); a spare
+    discarded with EOF takes both with it."""
+    marker = f"spare-head-start-{os.getpid()}-{secrets.token_hex(4)}"
+    command = [sys.executable, "-P", "-m", "kernelarc.runner", "--device", "cpu"]
+    proc = subprocess.Popen(
+        [*command, "request.json", "result.json"],
+        cwd=tmp_path,
+        env={**_env(), "KERNELARC_TEST_MARK": marker},
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert proc.stdin is not None
+    try:
+        give_up = time.monotonic() + 120.0  # a bound for a slow host, not a measurement
+        while len(_processes_with(marker.encode())) < 3 and time.monotonic() < give_up:
+            time.sleep(0.1)
+        assert len(_processes_with(marker.encode())) == 3
+        assert not (tmp_path / "request.json").exists()  # no request exists yet
+    finally:
+        proc.stdin.close()
+    assert proc.wait(timeout=120) == 0
+    give_up = time.monotonic() + 10.0
+    while _processes_with(marker.encode()) and time.monotonic() < give_up:
+        time.sleep(0.1)
+    assert _processes_with(marker.encode()) == []
