@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -54,10 +55,12 @@ def test_a_stopped_process_is_named(child: subprocess.Popen[bytes]) -> None:
     watch = SchedWatch.snapshot({"worker zygote": child.pid})
     os.kill(child.pid, signal.SIGSTOP)
     try:
-        for _ in range(200):
+        give_up = time.monotonic() + 30.0  # the stop lands when the child is next scheduled
+        while time.monotonic() < give_up:
             state = read_state(child.pid)
             if state is not None and state.stopped:
                 break
+            time.sleep(0.01)
         found = watch.changes()
         assert found is not None and "stopped" in found
     finally:
