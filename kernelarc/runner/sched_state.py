@@ -41,13 +41,13 @@ def read_state(pid: int) -> SchedState | None:
             nice=os.getpriority(os.PRIO_PROCESS, pid),
             policy=os.sched_getscheduler(pid),
             affinity=frozenset(os.sched_getaffinity(pid)),
-            stopped=_stopped(pid),
+            stopped=is_stopped(pid),
         )
     except OSError:
         return None
 
 
-def _stopped(pid: int) -> bool:
+def is_stopped(pid: int) -> bool:
     """Whether `pid` is stopped (by a signal) or traced, from /proc/PID/stat's state field."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()

@@ -35,6 +35,7 @@ from kernelarc.runner.memory_limit import allocation_failure, worker_out_of_memo
 from kernelarc.runner.outcome import Outcome
 from kernelarc.runner.reference_side import generate, run_reference
 from kernelarc.runner.resident_cache import seed_key
+from kernelarc.runner.sched_state import is_stopped
 from kernelarc.runner.worker_client import RunResult, WorkerClient, WorkerDied
 from kernelarc.schema import EvalStatus, Workload
 
@@ -94,6 +95,12 @@ def _prestarted_or_new(judge: Judge, share: bool) -> WorkerClient:
     no fault of the candidate), else a worker forked now."""
     assert judge.clock is not None
     worker = judge.take_prestarted(share)
+    if worker is not None and is_stopped(worker.pid):
+        # Stopped by the last candidate just before its sweep (the judge's check may have come
+        # before the stop landed): its setup would hang this candidate's start.
+        logger.warning("the pre-started worker was stopped; forking another")
+        worker.stop()
+        worker = None
     if worker is not None:
         worker.budget = judge.clock.budget
         try:

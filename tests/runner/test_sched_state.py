@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kernelarc.runner.sched_state import SchedWatch, read_state
+from kernelarc.runner.sched_state import SchedWatch, is_stopped, read_state
 
 
 @pytest.fixture
@@ -63,8 +63,16 @@ def test_a_stopped_process_is_named(child: subprocess.Popen[bytes]) -> None:
             time.sleep(0.01)
         found = watch.changes()
         assert found is not None and "stopped" in found
+        assert is_stopped(child.pid)
     finally:
         os.kill(child.pid, signal.SIGCONT)
+
+
+def test_a_running_or_gone_process_is_not_stopped(child: subprocess.Popen[bytes]) -> None:
+    assert not is_stopped(child.pid)
+    child.kill()
+    child.wait()
+    assert not is_stopped(child.pid)
 
 
 def test_a_forgotten_or_gone_process_is_not_reported(child: subprocess.Popen[bytes]) -> None:

@@ -286,3 +286,20 @@ def test_a_candidate_that_pushes_its_judge_down_is_a_reward_hack(sandbox: LocalS
     # The judge cannot undo it, so it retired: the next candidate gets a fresh one.
     assert _statuses(after) == [EvalStatus.PASSED] * WORKLOADS
     assert after.resident_request == 1
+
+
+STOP_SIBLINGS = SIBLINGS.replace(
+    '    print("siblings:", len(siblings), flush=True)',
+    "    for pid in siblings:\n        os.kill(pid, 19)  # SIGSTOP\n"
+    '    print("siblings:", len(siblings), flush=True)',
+)
+
+
+def test_a_candidate_that_stops_the_next_worker_is_a_reward_hack(sandbox: LocalSandbox) -> None:
+    stopper = sandbox.evaluate(candidate_request("stopper", STOP_SIBLINGS), timeout_s=TIMEOUT_S)
+    after = sandbox.evaluate(control_request(), timeout_s=TIMEOUT_S)
+    assert "siblings: 1" in stopper.stderr_tail
+    assert _statuses(stopper) == [EvalStatus.REWARD_HACK] * WORKLOADS
+    assert "stopped" in stopper.traces[0].evaluation.log  # type: ignore[union-attr]
+    # The next candidate is not blamed: it starts in a fresh judge with a worker of its own.
+    assert _statuses(after) == [EvalStatus.PASSED] * WORKLOADS
