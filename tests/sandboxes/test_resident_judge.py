@@ -288,9 +288,9 @@ def test_a_candidate_that_pushes_its_judge_down_is_a_reward_hack(sandbox: LocalS
     assert after.resident_request == 1
 
 
-STOP_SIBLINGS = SIBLINGS.replace(
+STOP_SIBLINGS = SIBLINGS.replace("import os\n", "import os\nimport signal\n").replace(
     '    print("siblings:", len(siblings), flush=True)',
-    "    for pid in siblings:\n        os.kill(pid, 19)  # SIGSTOP\n"
+    "    for pid in siblings:\n        os.kill(pid, signal.SIGSTOP)\n"
     '    print("siblings:", len(siblings), flush=True)',
 )
 
