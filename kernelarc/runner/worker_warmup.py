@@ -34,11 +34,28 @@ def preload_triton() -> None:
     took most of a worker's start on the GPU (0.9 s on an H100). Only when no `setup` is
     waiting yet, so a worker forked for a candidate at hand (or a non-Triton candidate's one-off
     runner) does not pay it on the candidate's path. A failure is left for the candidate's own
-    import to meet."""
+    import to meet.
+
+    Also Triton's own cache key (`triton_key`, computed once per process): it hashes Triton's
+    installation, a library of about half a gigabyte, at the first kernel a process loads, even
+    from the cache (0.43 s on the CPU dev machine), which was part of every Triton candidate's
+    first call (0.6-1.2 s on the GPU)."""
     try:
         import triton
         import triton.language
 
         triton.runtime.driver.active.get_current_device()
+        _triton_key()
     except Exception:
         logger.info("triton not preloaded:\n%s", traceback.format_exc())
+
+
+def _triton_key() -> None:
+    """Compute (and so cache) Triton's installation hash, wherever this Triton keeps it."""
+    import importlib
+
+    for module in ("triton.runtime.cache", "triton.compiler.compiler"):
+        key = getattr(importlib.import_module(module), "triton_key", None)
+        if callable(key):
+            key()
+            return
