@@ -39,13 +39,16 @@ def preload_triton() -> None:
     Also Triton's own cache key (`triton_key`, computed once per process): it hashes Triton's
     installation, a library of about half a gigabyte, at the first kernel a process loads, even
     from the cache (0.43 s on the CPU dev machine), which was part of every Triton candidate's
-    first call (0.6-1.2 s on the GPU)."""
+    first call (0.6-1.2 s on the GPU). And `torch.utils.cpp_extension`, which the worker's
+    set-up imports for every Python candidate (`hack_checks.ban_cpp_extension`)."""
     try:
         import triton
         import triton.language
 
         triton.runtime.driver.active.get_current_device()
         _triton_key()
+        # What the worker's set-up imports for every Python candidate (to ban its C++ JIT).
+        import torch.utils.cpp_extension  # noqa: F401
     except Exception:
         logger.info("triton not preloaded:\n%s", traceback.format_exc())
 
