@@ -80,8 +80,10 @@ class _Worker:
     block_pool: ShiftingInputPool | None = None
     """The interleaved blocks' pool for the last run's inputs (made by the first block)."""
     start_times: dict[str, float] = field(default_factory=dict)
-    """When its start went where (`context_s`, `idle_s`, and the monotonic time `setup` was
-    received), for its start reply."""
+    """Where its start went before its candidate came (`context_s`, `idle_s`), for its start
+    reply."""
+    setup_at: float = 0.0
+    """When its `setup` was received (time.monotonic): the start of its reply's `import_s`."""
 
 
 def worker_main(sock: socket.socket, device: str, root: Path) -> None:
@@ -104,11 +106,8 @@ def worker_main(sock: socket.socket, device: str, root: Path) -> None:
         apply_address_space(request)
         set_dumpable(True)  # the candidate's own /proc/self stays usable; the judge stays closed
         worker = _install(sock, request)
-        worker.start_times = {
-            "context_s": made - forked,
-            "idle_s": received - made,
-            "received": received,
-        }
+        worker.start_times = {"context_s": made - forked, "idle_s": received - made}
+        worker.setup_at = received
         if _start(worker, root):
             _serve(worker)
     except ChannelClosed:
@@ -177,9 +176,7 @@ def _start(worker: _Worker, root: Path) -> bool:
 
 def _start_times(worker: _Worker) -> dict[str, Any]:
     """The start reply's `context_s`, `idle_s` and `import_s` (seconds, never negative)."""
-    times = dict(worker.start_times)
-    received = times.pop("received", time.monotonic())
-    times["import_s"] = time.monotonic() - received
+    times = {**worker.start_times, "import_s": time.monotonic() - worker.setup_at}
     return {k: max(0.0, v) for k, v in times.items()}
 
 
