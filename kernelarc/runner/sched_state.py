@@ -95,12 +95,10 @@ class SchedWatch:
     def snapshot(cls, processes: dict[str, int]) -> "SchedWatch":
         """Read every process of `processes` (role -> pid; 0 is this process) now; a process
         that cannot be read is left out."""
-        baseline: dict[str, tuple[int, SchedState]] = {}
+        watch = cls({})
         for role, pid in processes.items():
-            state = read_state(pid)
-            if state is not None:
-                baseline[role] = (pid or os.getpid(), state)
-        return cls(baseline)
+            watch.add(role, pid)
+        return watch
 
     @classmethod
     def of_judge(cls, zygote_pid: int) -> "SchedWatch":
@@ -108,10 +106,11 @@ class SchedWatch:
         return cls.snapshot({"judge": 0, "worker zygote": zygote_pid})
 
     def add(self, role: str, pid: int) -> None:
-        """Watch one more process from now on (a worker forked ahead, before its candidate)."""
+        """Watch one more process (0: this one) from now on (a worker forked ahead, before its
+        candidate); one that cannot be read is left out."""
         state = read_state(pid)
         if state is not None:
-            self.baseline[role] = (pid, state)
+            self.baseline[role] = (pid or os.getpid(), state)
 
     def forget(self, role: str) -> None:
         """Stop watching `role` (a worker forked ahead that was given its candidate)."""
