@@ -123,42 +123,49 @@ class ChatServer:
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
         try:
-            if handler.path != "/v1/chat/completions":
-                self._send(handler, 404, {"error": {"message": f"no route {handler.path}"}}, {})
-                return
-            answer = self._next(body)
-            if answer.delay_s:
-                time.sleep(answer.delay_s)
-            if answer.status != 200:
-                error = {"message": answer.text or f"scripted {answer.status}", "type": "test"}
-                self._send(handler, answer.status, {"error": error}, answer.headers)
-                return
-            prompt = sum(tokens(m.get("content", "")) for m in body.get("messages", []))
-            completion = tokens(answer.text)
-            with self._lock:
-                self.usage.append((prompt, completion))
-            payload = {
-                "id": f"chatcmpl-{len(self.bodies)}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": body.get("model", ""),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": answer.text},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": prompt,
-                    "completion_tokens": completion,
-                    "total_tokens": prompt + completion,
-                },
-            }
-            self._send(handler, 200, payload, answer.headers)
+            code, payload, headers = self._answer(handler.path, body)
         finally:
+            # The request stops counting as in flight before its answer is written: once the
+            # client has the bytes it may release its slot and send the next request, which
+            # must not find this one still counted.
             with self._lock:
                 self._in_flight -= 1
+        self._send(handler, code, payload, headers)
+
+    def _answer(
+        self, path: str, body: dict[str, Any]
+    ) -> tuple[int, dict[str, Any], dict[str, str]]:
+        if path != "/v1/chat/completions":
+            return 404, {"error": {"message": f"no route {path}"}}, {}
+        answer = self._next(body)
+        if answer.delay_s:
+            time.sleep(answer.delay_s)
+        if answer.status != 200:
+            error = {"message": answer.text or f"scripted {answer.status}", "type": "test"}
+            return answer.status, {"error": error}, answer.headers
+        prompt = sum(tokens(m.get("content", "")) for m in body.get("messages", []))
+        completion = tokens(answer.text)
+        with self._lock:
+            self.usage.append((prompt, completion))
+        payload = {
+            "id": f"chatcmpl-{len(self.bodies)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", ""),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": answer.text},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+        }
+        return 200, payload, answer.headers
 
     @staticmethod
     def _send(
