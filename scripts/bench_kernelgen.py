@@ -16,6 +16,15 @@ such and the next one gets a fresh worker.
 
     python scripts/bench_kernelgen.py DIR [DIR ...] --device cuda --workloads workload_gpu.jsonl \
         --json out.json --markdown out.md [--jobs 4] [--total-time-s 480]
+
+`--check-only` measures the generator's reach instead of its speed: no timing and no
+torch.compile; every workload of the file is checked against the reference with the workload's
+tolerance (on the CPU under Triton's interpreter, so on small shapes), and the summary counts
+the problems whose generated solution has at least one fused Triton kernel and passes them all,
+with the failures by cause. `--problem-time-s` caps each problem (its worker is killed).
+
+    python scripts/bench_kernelgen.py DIR... --device cpu --check-only --jobs 2 \
+        --problem-time-s 300 --json reach.json --markdown reach.md
 """
 
 import argparse
@@ -25,16 +34,19 @@ import math
 import multiprocessing as mp
 import os
 import queue
+import signal
 import sys
 import tempfile
 import time
 import traceback
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))  # its kernelgen_reach module
+from kernelgen_reach import check_problem, compare_outputs, load_module, reach_markdown  # noqa: E402
 
 VARIANTS: dict[str, dict[str, int]] = {
     "gen-default": {},
@@ -53,17 +65,6 @@ def gpu_lock() -> Any:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _load_module(path: Path, name: str) -> Any:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _time(fn: Any, inputs: list[Any], device: str) -> tuple[float, str]:
@@ -87,20 +88,15 @@ def _time(fn: Any, inputs: list[Any], device: str) -> tuple[float, str]:
 def _check(
     fn: Any, reference: Any, inputs: list[Any], definition: Any, workload: Any, device: str
 ) -> str:
-    from kernelarc.runner.correctness import collect_outputs, compare
+    from kernelarc.runner.correctness import collect_outputs
 
     expected = collect_outputs(reference(*inputs), definition, device)
-    got = collect_outputs(fn(*inputs), definition, device)
-    for name, out, ref in zip(definition.outputs, got, expected, strict=True):
-        if out.shape != ref.shape or out.dtype != ref.dtype:
-            return f"{name}: {tuple(out.shape)} {out.dtype} vs {tuple(ref.shape)} {ref.dtype}"
-        result = compare(out, ref, workload.tolerance, name)
-        if not result.ok:
-            return result.reason or "incorrect"
-    return ""
+    return compare_outputs(fn(*inputs), expected, definition, workload, device)
 
 
-def bench_problem(problem_dir: str, workload_file: str, device: str, index: int) -> dict[str, Any]:
+def bench_problem(
+    problem_dir: str, workload_file: str, device: str, index: int, variants: list[str]
+) -> dict[str, Any]:
     """All measurements of one problem (runs in a worker process)."""
     import torch
 
@@ -119,7 +115,7 @@ def bench_problem(problem_dir: str, workload_file: str, device: str, index: int)
     # inputs reach tens of GiB: six problems at once ran out of memory); tracing runs outside.
     with gpu_lock():
         try:
-            _measure(row, path, definition, workload, traces, device)
+            _measure(row, path, definition, workload, traces, device, variants)
         finally:
             if device == "cuda":
                 torch.cuda.empty_cache()
@@ -127,7 +123,13 @@ def bench_problem(problem_dir: str, workload_file: str, device: str, index: int)
 
 
 def _measure(
-    row: dict[str, Any], path: Path, definition: Any, workload: Any, traces: Any, device: str
+    row: dict[str, Any],
+    path: Path,
+    definition: Any,
+    workload: Any,
+    traces: Any,
+    device: str,
+    variants: list[str],
 ) -> None:
     import gc
 
@@ -153,13 +155,14 @@ def _measure(
     if isinstance(traces, str):
         row["gen_error"] = traces
         return
-    target = "cuda" if device == "cuda" else "cpu"
-    for variant, knobs in VARIANTS.items():
+    target: Literal["cuda", "cpu"] = "cuda" if device == "cuda" else "cpu"
+    for variant in variants:
+        knobs = VARIANTS[variant]
         try:
             generated = generate(definition, traces, default_knobs(target) | knobs, target, variant)
             source = work / f"{variant.replace('-', '_')}.py"
             source.write_text(generated.source)
-            module = _load_module(source, f"_kg_bench_{variant.replace('-', '_')}")
+            module = load_module(source, f"_kg_bench_{variant.replace('-', '_')}")
             row.setdefault("summary", generated.summary())
             error = _check(module.run, reference.run, inputs, definition, workload, device)
             row[f"{variant}_ms"] = None if error else _time(module.run, inputs, device)[0]
@@ -172,17 +175,30 @@ def _measure(
     gc.collect()
 
 
-def _worker(jobs: Any, results: Any, workload_file: str, device: str, index: int) -> None:
+def _worker(jobs: Any, results: Any, args: argparse.Namespace) -> None:
+    # Its own process group, so a problem's timeout also kills the tracer it may be waiting on.
+    os.setpgrp()
     while True:
         try:
             problem_dir = jobs.get_nowait()
         except queue.Empty:
             return
+        results.put(("start", os.getpid(), problem_dir))
         try:
-            row = bench_problem(problem_dir, workload_file, device, index)
+            if args.check_only:
+                row = check_problem(
+                    problem_dir,
+                    args.workloads,
+                    args.device,
+                    {v: VARIANTS[v] for v in args.variants},
+                )
+            else:
+                row = bench_problem(
+                    problem_dir, args.workloads, args.device, args.workload_index, args.variants
+                )
         except Exception:  # recorded; the worker goes on with the next problem
             row = {"problem": Path(problem_dir).name, "error": traceback.format_exc()[-600:]}
-        results.put(row)
+        results.put(("row", os.getpid(), row))
         if "error" in row and "CUDA" in str(row.get("error")):
             return  # a poisoned context: let the parent start a fresh worker
 
@@ -242,6 +258,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workload-index", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=4)
     parser.add_argument("--total-time-s", type=float, default=0.0, help="0: no limit")
+    parser.add_argument(
+        "--problem-time-s", type=float, default=0.0, help="per problem; 0: no limit"
+    )
+    parser.add_argument(
+        "--check-only",
+        action="store_true",
+        help="check every workload, time nothing: the generator's reach",
+    )
+    parser.add_argument(
+        "--variants",
+        help=f"comma-separated, of {', '.join(VARIANTS)} (default: all; gen-default with "
+        "--check-only)",
+    )
     parser.add_argument("--json", type=Path)
     parser.add_argument("--markdown", type=Path)
     args = parser.parse_args(argv)
@@ -252,43 +281,80 @@ def main(argv: list[str] | None = None) -> int:
     args.problems = [p for p in args.problems if p not in skipped]
     if not args.problems:
         parser.error("no problem dir (a dir holding definition.json) among the arguments")
-    ctx = mp.get_context("spawn")
-    jobs, results = ctx.Queue(), ctx.Queue()
-    for problem in args.problems:
-        jobs.put(problem)
-    deadline = time.monotonic() + args.total_time_s if args.total_time_s else math.inf
-    rows: list[dict[str, Any]] = []
-    workers: list[Any] = []
-    while len(rows) < len(args.problems) and time.monotonic() < deadline:
-        workers = [w for w in workers if w.is_alive()]
-        while len(workers) < args.jobs and not jobs.empty():
-            worker = ctx.Process(
-                target=_worker,
-                args=(jobs, results, args.workloads, args.device, args.workload_index),
-                daemon=True,
-            )
-            worker.start()
-            workers.append(worker)
-        try:
-            row = results.get(timeout=5)
-        except queue.Empty:
-            if not workers and jobs.empty():
-                break
-            continue
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-        if args.json:
-            args.json.write_text(json.dumps(rows, indent=1))
-    for worker in workers:
-        worker.kill()
+    default = "gen-default" if args.check_only else ",".join(VARIANTS)
+    args.variants = [v.strip() for v in (args.variants or default).split(",") if v.strip()]
+    unknown = [v for v in args.variants if v not in VARIANTS]
+    if unknown:
+        parser.error(f"--variants: unknown {unknown}; choose from {list(VARIANTS)}")
+    if args.device == "cpu":
+        # Triton reads it at import: the spawned workers inherit it (tracing drops it).
+        os.environ["TRITON_INTERPRET"] = "1"
+    rows = _run(args)
     rows.sort(key=lambda r: str(r.get("problem")))
-    table = markdown(rows)
+    table = reach_markdown(rows, args.variants) if args.check_only else markdown(rows)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     if args.markdown:
         args.markdown.write_text(table)
     print(table)
     return 0
+
+
+def _run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Every problem through the worker pool; a problem over `--problem-time-s` has its worker
+    killed and is recorded as a timeout."""
+    ctx = mp.get_context("spawn")
+    jobs, results = ctx.Queue(), ctx.Queue()
+    for problem in args.problems:
+        jobs.put(problem)
+    deadline = time.monotonic() + args.total_time_s if args.total_time_s else math.inf
+    rows: list[dict[str, Any]] = []
+    workers: dict[int, Any] = {}
+    running: dict[int, tuple[str, float]] = {}
+    while len(rows) < len(args.problems) and time.monotonic() < deadline:
+        workers = {pid: w for pid, w in workers.items() if w.is_alive()}
+        for pid, (problem, since) in list(running.items()):
+            if pid not in workers:  # died without a row (killed by the OOM killer, a crash)
+                rows.append({"problem": Path(problem).name, "error": "the worker died"})
+                running.pop(pid)
+            elif args.problem_time_s and time.monotonic() - since > args.problem_time_s:
+                _kill_group(workers.pop(pid))
+                running.pop(pid)
+                rows.append(
+                    {
+                        "problem": Path(problem).name,
+                        "error": f"timeout after {args.problem_time_s:.0f} s",
+                    }
+                )
+        while len(workers) < args.jobs and not jobs.empty():
+            worker = ctx.Process(target=_worker, args=(jobs, results, args), daemon=True)
+            worker.start()
+            assert worker.pid is not None
+            workers[worker.pid] = worker
+        try:
+            kind, pid, payload = results.get(timeout=2)
+        except queue.Empty:
+            if not workers and jobs.empty():
+                break
+            continue
+        if kind == "start":
+            running[pid] = (payload, time.monotonic())
+            continue
+        running.pop(pid, None)
+        rows.append(payload)
+        print(json.dumps(payload), flush=True)
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=1))
+    for worker in workers.values():
+        _kill_group(worker)
+    return rows
+
+
+def _kill_group(worker: Any) -> None:
+    """The worker and whatever it started (a tracer), then reaped."""
+    with suppress(ProcessLookupError):
+        os.killpg(worker.pid, signal.SIGKILL)
+    worker.join(timeout=10)
 
 
 if __name__ == "__main__":
