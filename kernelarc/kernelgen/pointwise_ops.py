@@ -58,7 +58,7 @@ def literal(value: Any) -> Operand:
     if value is None:
         return Operand("None", "none", literal=True)
     if isinstance(value, bool):
-        return Operand("1" if value else "0", "bool", literal=True)
+        return Operand("True" if value else "False", "bool", literal=True)
     if isinstance(value, int):
         return Operand(str(value), "int64", literal=True)
     if isinstance(value, float):
@@ -77,7 +77,10 @@ def cast(op: Operand, dtype: str) -> str:
     if op.dtype == target:
         return op.code
     if op.literal:
-        if target in FLOAT_DTYPES and op.dtype in ("int64", "bool"):
+        if op.dtype == "bool":  # rendered True/False: a bool in Triton, not an int32
+            number = int(op.code == "True")
+            return repr(float(number)) if target in FLOAT_DTYPES else str(number)
+        if target in FLOAT_DTYPES and op.dtype == "int64":
             return repr(float(int(op.code)))
         return op.code
     if target == "bool":

@@ -267,7 +267,7 @@ class ValueEmitter:
             if node.target == CONSTANT_TARGET:
                 value = value[0]
             if dtype == "bool":
-                return Val("1" if value else "0", "bool")
+                return Val("True" if value else "False", "bool")
             floating = dtype in ("float16", "bfloat16", "float32", "float64")
             return Val(literal(float(value) if floating else value).code, compute_dtype(dtype))
         start, step = _arange_bounds(node)

@@ -12,6 +12,7 @@ import json
 import sys
 import tempfile
 import traceback
+import warnings
 from pathlib import Path
 
 import torch
@@ -63,6 +64,8 @@ def check(problem_dir: str, source: str, device: str, index: int) -> dict:
 
 
 def main(job_path: str, result_path: str) -> None:
+    # Deprecated in Triton and an error in later releases: a generated condition must be a bool.
+    warnings.filterwarnings("error", message="tl.where with a non-boolean condition")
     job = json.loads(Path(job_path).read_text())
     results = {}
     for index, item in enumerate(job["checks"]):
