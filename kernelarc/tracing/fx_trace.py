@@ -38,6 +38,7 @@ from kernelarc.schema.op_graph import (
     TracedWorkload,
     TraceSet,
 )
+from kernelarc.tracing.pool_decomp import pool_decompositions
 
 _MODULE = "_kernelarc_traced_reference"
 
@@ -168,7 +169,8 @@ def _scalar_tensor_dtype(dtype: torch.dtype) -> torch.dtype:
 
 
 #: Ops whose Inductor decomposition emits Inductor-only prims (registered only when Inductor's
-#: lowerings are imported): kept whole, so a generated solution can call them through torch.
+#: lowerings are imported): not taken from Inductor's table, so a generated solution calls them
+#: through torch unless `pool_decomp` writes them as taps over the window.
 _KEEP_WHOLE = frozenset(
     f"aten.{name}.default"
     for name in ("max_pool2d_with_indices", "max_pool3d_with_indices", "max_pool1d_with_indices")
@@ -191,6 +193,7 @@ def _make_graph(run: Callable[..., Any], definition: Definition, args: list[Any]
         return (out,)
 
     table = {op: fn for op, fn in select_decomp_table().items() if str(op) not in _KEEP_WHOLE}
+    table.update(pool_decompositions())
     traced: GraphModule = make_fx(
         functionalize(call, remove="mutations"),
         decomposition_table=table,

@@ -275,6 +275,45 @@ PROBLEMS: dict[str, Problem] = {
         ),
         [_w("n1", {"N": 1}), _w("n2", {"N": 2})],
     ),
+    # Pooling as taps over the window (kernelarc/tracing/pool_decomp.py), fused with what
+    # surrounds it: max pooling with padding and ceil mode between a ReLU and a tanh, average
+    # pooling without counting the padding, max pooling whose indices are an output, 1-d max
+    # pooling with dilation, 3-d average pooling of a view.
+    "pooling": (
+        _definition(
+            "pooling",
+            {
+                "N": {"type": "var"},
+                "C": {"type": "const", "value": 4},
+                "H": {"type": "const", "value": 9},
+                "P": {"type": "const", "value": 5},
+                "Q": {"type": "const", "value": 10},
+                "R": {"type": "const", "value": 4},
+                "L": {"type": "const", "value": 25},
+                "D": {"type": "const", "value": 2},
+                "one": {"type": "const", "value": 1},
+            },
+            {"x": _t(["N", "C", "H", "H"])},
+            {
+                "a": _t(["N", "C", "P", "P"]),
+                "b": _t(["N", "C", "Q", "Q"]),
+                "v": _t(["N", "C", "R", "R"]),
+                "i": _t(["N", "C", "R", "R"], "int64"),
+                "m": _t(["N", "C", "L"]),
+                "c": _t(["N", "one", "D", "P", "P"]),
+            },
+            "import torch\nimport torch.nn.functional as F\n\n"
+            "def run(x):\n"
+            "    h = torch.relu(x) * 2.0\n"
+            "    a = torch.tanh(F.max_pool2d(h, 3, stride=2, padding=1, ceil_mode=True)) + 1.0\n"
+            "    b = F.avg_pool2d(x, 2, stride=1, padding=1, count_include_pad=False)\n"
+            "    v, i = F.max_pool2d(x, 2, return_indices=True)\n"
+            "    m = F.max_pool1d(x.flatten(2), 4, stride=3, dilation=2)\n"
+            "    c = F.avg_pool3d(x.view(x.shape[0], 1, 4, 9, 9), 3, stride=2, padding=1)\n"
+            "    return a, b, v, i, m, c\n",
+        ),
+        [_w("n1", {"N": 1}), _w("n2", {"N": 2})],
+    ),
     # Variances: a GroupNorm (var_mean over each group's (C/G, L)), unbiased and biased
     # variances of values far from 0 (where sum-of-squares formulas cancel), a std over two
     # dims and a plain mean of the same rows as a variance (it shares the one-pass mean).

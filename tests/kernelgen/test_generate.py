@@ -84,6 +84,9 @@ def test_what_is_fused(gen_problems: Traced) -> None:
     conv = _generate(gen_problems, "conv_relu_scale", {})
     assert "aten.convolution.default" in conv.externs
     assert conv.kinds == frozenset({"pointwise"})
+    # Pooling is taps over the window in the kernels, not a torch call (its indices too).
+    pool = _generate(gen_problems, "pooling", {})
+    assert (pool.externs, pool.kinds) == ((), frozenset({"pointwise"}))
 
 
 def test_a_scalar_the_reference_needs_as_a_number_is_baked(gen_problems: Traced) -> None:
