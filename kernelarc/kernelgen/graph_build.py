@@ -79,6 +79,11 @@ def build_graph(op_graph: OpGraph, *, one_pass_variance: bool = True) -> Graph:
                 "is not an output and is not reproduced"
             )
             continue
+        if raw.target == "prims.device_put.default" and _is_constant(graph, target):
+            # A reference constant moved to the inputs' device: the generated solution makes
+            # its constants there already (`_kg_constant`), so the move is the constant itself.
+            alias[raw.name] = target
+            continue
         lowered = lower_reduction(
             graph, raw.name, raw.target, args, kwargs, raw.outputs, one_pass=one_pass_variance
         )
@@ -92,6 +97,21 @@ def build_graph(op_graph: OpGraph, *, one_pass_variance: bool = True) -> Graph:
     graph.outputs = [decode(o, alias) for o in op_graph.outputs]
     index_users(graph)
     return graph
+
+
+_IDENTITIES = frozenset({"aten.alias.default", "aten.lift_fresh_copy.default"})
+
+
+def _is_constant(graph: Graph, value: Any) -> bool:
+    """Whether `value` is a reference constant, possibly through aliases of it."""
+    while isinstance(value, Ref) and value.node in graph.nodes:
+        node = graph.nodes[value.node]
+        if node.target == CONSTANT_TARGET:
+            return True
+        if node.target not in _IDENTITIES or not node.args:
+            return False
+        value = node.args[0]
+    return False
 
 
 def _getitem(source: Any, index: int) -> Any:

@@ -27,6 +27,7 @@ from typing import Any, Literal
 import torch
 from torch.fx import GraphModule, Node
 from torch.fx.experimental.proxy_tensor import make_fx
+from torch.overrides import TorchFunctionMode
 
 from kernelarc.runner.dtypes import torch_dtype
 from kernelarc.schema import Definition, ScalarInput, Workload
@@ -177,6 +178,32 @@ _KEEP_WHOLE = frozenset(
 )
 
 
+class _DataConstantsOnCpu(TorchFunctionMode):
+    """`torch.tensor(0.0, device=x.device)` made on the CPU while tracing: the inputs are meta
+    tensors, and a constant made from Python data on the meta device would lose its value. A
+    0-d CPU tensor mixes with tensors of any device, so it stays there; a larger one reaches the
+    meta device through a copy the graph records, like `torch.tensor([...]).to(x.device)`."""
+
+    def __torch_function__(
+        self,
+        func: Callable[..., Any],
+        types: Any,
+        args: Sequence[Any] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        kwargs = dict(kwargs or {})
+        if func in (torch.tensor, torch.as_tensor, torch.scalar_tensor):
+            data = args[0] if args else kwargs.get("data")
+            device = kwargs.get("device")
+            on_meta = device is not None and torch.device(device).type == "meta"
+            if on_meta and not isinstance(data, torch.Tensor):
+                kwargs["device"] = "cpu"
+                made = func(*args, **kwargs)
+                # A 0-d one stays on the CPU; a larger one is moved by a traced copy.
+                return made if made.dim() == 0 else made.to(device)
+        return func(*args, **kwargs)
+
+
 def _make_graph(run: Callable[..., Any], definition: Definition, args: list[Any]) -> GraphModule:
     import torch._inductor.lowering  # noqa: F401 - some decompositions look lowerings up
     from torch._inductor.decomposition import select_decomp_table
@@ -194,12 +221,13 @@ def _make_graph(run: Callable[..., Any], definition: Definition, args: list[Any]
 
     table = {op: fn for op, fn in select_decomp_table().items() if str(op) not in _KEEP_WHOLE}
     table.update(pool_decompositions())
-    traced: GraphModule = make_fx(
-        functionalize(call, remove="mutations"),
-        decomposition_table=table,
-        tracing_mode="fake",
-        _allow_non_fake_inputs=True,
-    )(*args)
+    with _DataConstantsOnCpu():
+        traced: GraphModule = make_fx(
+            functionalize(call, remove="mutations"),
+            decomposition_table=table,
+            tracing_mode="fake",
+            _allow_non_fake_inputs=True,
+        )(*args)
     traced.graph.eliminate_dead_code()
     return traced
 

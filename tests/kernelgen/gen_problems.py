@@ -314,6 +314,23 @@ PROBLEMS: dict[str, Problem] = {
         ),
         [_w("n1", {"N": 1}), _w("n2", {"N": 2})],
     ),
+    # Constants made from Python data on the input's device (KernelBench writes
+    # `torch.tensor(0.0, device=x.device)`): the tracer's inputs are meta tensors, yet the
+    # constants keep their values.
+    "device_constants": (
+        _definition(
+            "device_constants",
+            {"N": {"type": "var"}, "C": {"type": "const", "value": 3}},
+            {"x": _t(["N", "C"])},
+            {"y": _t(["N", "C"])},
+            "import torch\n\n"
+            "def run(x):\n"
+            "    floor = torch.tensor(0.25, device=x.device)\n"
+            "    scale = torch.tensor([1.0, -2.0, 0.5], device=x.device)\n"
+            "    return torch.max(x, floor) * scale\n",
+        ),
+        [_w("n5", {"N": 5}), _w("n70", {"N": 70})],
+    ),
     # Variances: a GroupNorm (var_mean over each group's (C/G, L)), unbiased and biased
     # variances of values far from 0 (where sum-of-squares formulas cancel), a std over two
     # dims and a plain mean of the same rows as a variance (it shares the one-pass mean).

@@ -87,6 +87,10 @@ def test_what_is_fused(gen_problems: Traced) -> None:
     # Pooling is taps over the window in the kernels, not a torch call (its indices too).
     pool = _generate(gen_problems, "pooling", {})
     assert (pool.externs, pool.kinds) == ((), frozenset({"pointwise"}))
+    # Constants made on the input's device: embedded (the 0-d one) or made once on the device
+    # (the vector), not copied per call.
+    consts = _generate(gen_problems, "device_constants", {})
+    assert (consts.kernels, consts.externs) == (1, ("kernelarc.constant",))
 
 
 def test_a_scalar_the_reference_needs_as_a_number_is_baked(gen_problems: Traced) -> None:
