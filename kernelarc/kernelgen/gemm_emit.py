@@ -8,9 +8,12 @@ the batch), walks K in BLOCK_K steps with `tl.dot` into a float32 accumulator, t
 roots at the tile's index: the matmul's value there is the accumulator.
 
 Operands are pulled like any value (a transposed weight is a view, a cast is pointwise), with
-one exception: a float32 operand that is a widened 16-bit buffer is loaded in 16 bits and fed
-to the tensor cores as such, which is exact (every 16-bit product is exact in float32).
-Float32 operands use the `precision` of the launch (`ieee`, `tf32`, `tf32x3`).
+two exceptions: a float32 operand that is a widened 16-bit buffer is loaded in 16 bits and fed
+to the tensor cores as such, which is exact (every 16-bit product is exact in float32); and an
+operand computed in the loop whose dtype in the reference is 16 bits is rounded to it, as the
+reference's matmul receives it. Float32 operands use the `precision` of the launch (`ieee`,
+`tf32`, `tf32x3`). A 16-bit matmul's accumulator is rounded to its dtype before the epilogue
+reads it, as the reference's epilogue reads the matmul's 16-bit output.
 """
 
 import math
@@ -26,7 +29,7 @@ from kernelarc.kernelgen.kernel_types import (
     buffer_key,
 )
 from kernelarc.kernelgen.knobs import fit_stages
-from kernelarc.kernelgen.pointwise_ops import to_storage
+from kernelarc.kernelgen.pointwise_ops import TL_DTYPE, to_storage
 from kernelarc.kernelgen.space import (
     CODE_NAMES,
     KA_NAME,
@@ -102,17 +105,23 @@ class GemmEmitter(ValueEmitter):
         self.loop.lines.append(f"acc = {self._dot(a, b)}")
         self._close_loop()
         acc = Val("acc", "float32", tile)
-        if bias is None:
-            return acc
-        beta = node.kwargs.get("beta", 1)
-        alpha = node.kwargs.get("alpha", 1)
-        bias_index = broadcast_index(
-            space.output_index(), space.shape, tuple(self.graph.meta(bias).shape)
-        )
-        bias_val = self.value(bias, bias_index)
-        scaled_bias = as_dtype(bias_val, "float32") + ("" if beta == 1 else f" * {float(beta)!r}")
-        scaled_acc = "acc" if alpha == 1 else f"acc * {float(alpha)!r}"
-        return self.assign(f"({scaled_bias} + {scaled_acc})", "float32", tile)
+        if bias is not None:
+            beta = node.kwargs.get("beta", 1)
+            alpha = node.kwargs.get("alpha", 1)
+            bias_index = broadcast_index(
+                space.output_index(), space.shape, tuple(self.graph.meta(bias).shape)
+            )
+            bias_val = self.value(bias, bias_index)
+            scaled_bias = as_dtype(bias_val, "float32") + (
+                "" if beta == 1 else f" * {float(beta)!r}"
+            )
+            scaled_acc = "acc" if alpha == 1 else f"acc * {float(alpha)!r}"
+            acc = self.assign(f"({scaled_bias} + {scaled_acc})", "float32", tile)
+        if node.meta.dtype in _HALF and self._rounds_to_nearest(node.meta.dtype):
+            # The reference's matmul returns 16-bit values: its epilogue starts from those.
+            rounded = f"(({acc.code}).to({TL_DTYPE[node.meta.dtype]})).to(tl.float32)"
+            acc = self.assign(rounded, "float32", tile)
+        return acc
 
     def _dot(self, a: Val, b: Val) -> str:
         if a.dtype == b.dtype and a.dtype in _HALF and self.launch.half_dot:
@@ -138,10 +147,26 @@ class GemmEmitter(ValueEmitter):
             ):
                 current = source
                 continue
-            return self.value(ref, index)
+            return self._computed_operand(current, at)
         if self.buffers[buffer_key(current)].meta.dtype in _HALF:
             return self.load(current, at, upcast=False)
         return self.value(ref, index)
+
+    def _computed_operand(self, ref: Ref, index: Index) -> Val:
+        """An operand computed in the loop (a fused prologue): in its own dtype when that is
+        16 bits, as the reference's matmul gets it, which is also the tensor cores' fast path
+        (computed in float32, a 16-bit operand is rounded once)."""
+        val = self.value(ref, index)
+        dtype = self.graph.meta(ref).dtype
+        if dtype not in _HALF or val.dtype == dtype or not self._rounds_to_nearest(dtype):
+            return val
+        return self.assign(f"({val.code}).to({TL_DTYPE[dtype]})", dtype, val.vars)
+
+    def _rounds_to_nearest(self, dtype: str) -> bool:
+        """Whether a cast to `dtype` rounds to nearest here: always on a GPU; under Triton's
+        interpreter (`half_dot` off) only to float16, its bfloat16 cast truncates, which is
+        further from the reference than not rounding at all."""
+        return self.launch.half_dot or dtype == "float16"
 
     def _close_loop(self) -> None:
         assert self.loop is not None

@@ -38,6 +38,9 @@ def _w(uuid: str, axes: dict[str, int], **inputs: Any) -> dict[str, Any]:
     return {"uuid": uuid, "axes": axes, "inputs": inputs}
 
 
+#: Within about two float16 ulps on 99.5 % of elements.
+_TIGHT = {"max_atol": 2e-3, "max_rtol": 2e-3, "required_matched_ratio": 0.995}
+
 PROBLEMS: dict[str, Problem] = {
     # Pointwise chain with broadcasting (a per-channel bias along dim 1) and a scalar input that
     # becomes a kernel argument.
@@ -330,6 +333,34 @@ PROBLEMS: dict[str, Problem] = {
             "    return torch.max(x, floor) * scale\n",
         ),
         [_w("n5", {"N": 5}), _w("n70", {"N": 70})],
+    ),
+    # A gated MLP in float16: the down projection's operand silu(x @ w1.T) * (x @ w3.T) is a
+    # fused prologue of its GEMM, rounded to float16 as the reference's matmul receives it
+    # (and so fed to the tensor cores in 16 bits on CUDA). Tight tolerance: float32 operands
+    # there, or an unrounded accumulator before the epilogue, leave ~1 % of elements outside.
+    "swiglu_f16": (
+        _definition(
+            "swiglu_f16",
+            {
+                "T": {"type": "var"},
+                "D": {"type": "const", "value": 64},
+                "F": {"type": "const", "value": 128},
+            },
+            {
+                "x": _t(["T", "D"], "float16"),
+                "w1": _t(["F", "D"], "float16"),
+                "w3": _t(["F", "D"], "float16"),
+                "w2": _t(["D", "F"], "float16"),
+            },
+            {"y": _t(["T", "D"], "float16")},
+            "import torch\nimport torch.nn.functional as F\n\n"
+            "def run(x, w1, w3, w2):\n"
+            "    return (F.silu(x @ w1.T) * (x @ w3.T)) @ w2.T\n",
+        ),
+        [
+            {**_w("t8", {"T": 8}), "tolerance": _TIGHT},
+            {**_w("t30", {"T": 30}), "tolerance": _TIGHT},
+        ],
     ),
     # Variances: a GroupNorm (var_mean over each group's (C/G, L)), unbiased and biased
     # variances of values far from 0 (where sum-of-squares formulas cancel), a std over two

@@ -91,6 +91,11 @@ def test_what_is_fused(gen_problems: Traced) -> None:
     # (the vector), not copied per call.
     consts = _generate(gen_problems, "device_constants", {})
     assert (consts.kernels, consts.externs) == (1, ("kernelarc.constant",))
+    # A 16-bit GEMM whose operand is a fused prologue: on CUDA every dot is a 16-bit one (no
+    # float32 operands, so no input precision), as the reference's float16 matmuls are.
+    mlp = _generate(gen_problems, "swiglu_f16", {}, "cuda")
+    assert mlp.kernels == 3 and mlp.source.count("tl.dot(") >= 3
+    assert "input_precision" not in mlp.source
 
 
 def test_a_scalar_the_reference_needs_as_a_number_is_baked(gen_problems: Traced) -> None:
