@@ -11,6 +11,7 @@ no probe moves are literals. Nothing here allocates memory for a tensor: every t
 """
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -117,6 +118,9 @@ class Probes:
     """Dims some probe changed (owned or derived); the rest are literals."""
     signature: dict[Slot, tuple[int, ...]] = field(default_factory=dict)
     """Dim -> its size in the base and in each usable probe."""
+    counts: dict[str, int] = field(default_factory=dict)
+    """Group and head counts that are not size axes (`num_groups = 512`): an axis they divide
+    should keep several members per group when it shrinks."""
 
 
 def _describe(exc: BaseException) -> str:
@@ -229,7 +233,14 @@ def probe_constants(
             probes.axes.append(axis)
             for slot in owned:
                 probes.owner.setdefault(slot, axis.axis)
+    axes = {a.axis for a in probes.axes}
+    probes.counts = {
+        c.axis: c.value for c in candidates if c.axis not in axes and _COUNT.search(c.axis)
+    }
     return probes
+
+
+_COUNT = re.compile(r"group|head", re.IGNORECASE)
 
 
 def _tied_moves(

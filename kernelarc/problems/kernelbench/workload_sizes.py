@@ -7,7 +7,8 @@ the tensors directly, so dims that must agree (in_channels of the input and of t
 agreeing; every step is checked by building the model and running the forward on the meta device
 at those sizes, and a constant whose halving breaks the problem (a group count that no longer
 divides, a spatial size below the kernel) is left where it is. Constants that set a kernel,
-stride, padding, dilation, group or head count are never scaled.
+stride, padding, dilation, group or head count are never scaled, and an axis that a group or
+head count divides is halved below two members per group only when nothing else is left.
 """
 
 import re
@@ -72,13 +73,35 @@ def _scalable(probes: Probes) -> list[str]:
     ]
 
 
+def group_floors(
+    source: KernelBenchSource, sizes: Mapping[str, int], counts: Mapping[str, int]
+) -> dict[str, int]:
+    """Axis -> twice the largest group or head count it is tied to: a count that divides it in
+    KernelBench's sizes and that the model needs to divide it (off by half the count, it does
+    not build). Below that a group has one member (GroupNorm over one channel is 0 everywhere,
+    and a CPU workload of zeros cannot tell a correct kernel from one that writes zeros)."""
+    floors: dict[str, int] = {}
+    for axis, size in sizes.items():
+        for count in counts.values():
+            if count < 2 or size % count or size < 2 * count or floors.get(axis, 0) >= 2 * count:
+                continue
+            if try_snapshot(source, {**sizes, axis: size + count // 2}) is None:
+                floors[axis] = 2 * count
+    return floors
+
+
 def shrink_path(source: KernelBenchSource, probes: Probes, floor_bytes: int) -> list[Sizing]:
     """KernelBench's sizes, then each accepted halving, until at or under `floor_bytes`."""
     sizes = {c.axis: c.value for c in probes.axes}
     path = [Sizing(dict(sizes), probes.base)]
     movable = _scalable(probes)
+    floors = group_floors(source, sizes, probes.counts)
     while path[-1].snapshot.nbytes() > floor_bytes and movable:
-        order = sorted(movable, key=lambda a: (-sizes[a], movable.index(a)))
+        # Largest first; an axis that would drop below two members per group goes last.
+        order = sorted(
+            movable,
+            key=lambda a: (sizes[a] // 2 < floors.get(a, 0), -sizes[a], movable.index(a)),
+        )
         for axis in order:
             trial = dict(sizes)
             trial[axis] = sizes[axis] // 2

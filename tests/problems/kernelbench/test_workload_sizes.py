@@ -90,3 +90,37 @@ def get_init_inputs():
         _plan(body)
     assert info.value.cause == FailureCause.NOT_SCALABLE
     assert f"{CPU_MAX_BYTES >> 20} MiB" in str(info.value)
+
+
+LINEAR_GROUPNORM = """
+class Model(nn.Module):
+    def __init__(self, fin, fout, groups):
+        super().__init__()
+        self.fc = nn.Linear(fin, fout)
+        self.norm = nn.GroupNorm(groups, fout)
+    def forward(self, x):
+        return self.norm(self.fc(x))
+
+batch_size = 2048
+in_features = 2048
+out_features = 4096
+num_groups = 256
+
+def get_inputs():
+    return [torch.rand(batch_size, in_features)]
+
+def get_init_inputs():
+    return [in_features, out_features, num_groups]
+"""
+
+
+def test_an_axis_a_group_count_divides_keeps_two_members_per_group() -> None:
+    """GroupNorm(256, C) over (N, C): at C = 256 every group is one value, normalised to 0, and
+    a CPU workload of zeros passes a kernel that writes zeros. The batch, which 256 divides by
+    chance only, still shrinks as far as the bytes ask."""
+    plan = _plan(LINEAR_GROUPNORM)
+    assert plan.cpu
+    for sizing in plan.cpu:
+        assert sizing.sizes["out_features"] >= 512, sizing.sizes
+        assert sizing.snapshot.nbytes() <= max(CPU_BYTES)
+    assert min(s.sizes["batch_size"] for s in plan.cpu) < 512
