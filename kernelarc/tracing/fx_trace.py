@@ -39,6 +39,7 @@ from kernelarc.schema.op_graph import (
     TracedWorkload,
     TraceSet,
 )
+from kernelarc.tracing.conv_decomp import conv_decompositions
 from kernelarc.tracing.pool_decomp import pool_decompositions
 
 _MODULE = "_kernelarc_traced_reference"
@@ -221,6 +222,7 @@ def _make_graph(run: Callable[..., Any], definition: Definition, args: list[Any]
 
     table = {op: fn for op, fn in select_decomp_table().items() if str(op) not in _KEEP_WHOLE}
     table.update(pool_decompositions())
+    table.update(conv_decompositions())
     with _DataConstantsOnCpu():
         traced: GraphModule = make_fx(
             functionalize(call, remove="mutations"),

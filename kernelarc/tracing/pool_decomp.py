@@ -38,8 +38,9 @@ def pool_decompositions() -> dict[Any, Callable[..., Any]]:
     }
 
 
-class _Window:
-    """The window's geometry over the last `dims` dims of an input."""
+class Window:
+    """The window's geometry over the last dims of an input (pooling's and a depthwise
+    convolution's)."""
 
     def __init__(
         self,
@@ -64,6 +65,29 @@ class _Window:
                 sizes, kernel, stride, padding, dilation, self.out, strict=True
             )
         ]
+
+    @classmethod
+    def of(
+        cls,
+        sizes: Sequence[int],
+        kernel: Sequence[int],
+        stride: Any,
+        padding: Any,
+        dilation: Any,
+        ceil_mode: bool = False,
+    ) -> "Window | None":
+        """The window over `sizes` (ATen's arguments: an int or a list per dim, an empty
+        stride meaning the kernel's), or None where ATen would refuse it or have no output."""
+        dims = len(kernel)
+        strides = _expand(stride, dims, kernel)
+        pads = _expand(padding, dims, [0] * dims)
+        dilations = _expand(dilation, dims, [1] * dims)
+        if strides is None or pads is None or dilations is None or len(sizes) != dims:
+            return None
+        if min(*kernel, *strides, *dilations) < 1 or min(pads) < 0:
+            return None
+        window = cls(sizes, kernel, strides, pads, dilations, bool(ceil_mode))
+        return window if min(window.out) >= 1 else None
 
     @property
     def taps(self) -> list[tuple[int, ...]]:
@@ -126,21 +150,11 @@ def _window(
     padding: Any,
     dilation: Any,
     ceil_mode: bool,
-) -> _Window | None:
+) -> Window | None:
     kernel = _expand(kernel_size, dims)
-    if kernel is None or x.dim() < dims:
+    if kernel is None or x.dim() < dims or math.prod(kernel) > MAX_TAPS:
         return None
-    strides = _expand(stride, dims, kernel)
-    pads = _expand(padding, dims, [0] * dims)
-    dilations = _expand(dilation, dims, [1] * dims)
-    if strides is None or pads is None or dilations is None:
-        return None
-    if math.prod(kernel) > MAX_TAPS or min(*kernel, *strides, *dilations) < 1:
-        return None
-    window = _Window(x.shape[-dims:], kernel, strides, pads, dilations, bool(ceil_mode))
-    if min(window.out) < 1:
-        return None  # ATen raises for this; let it
-    return window
+    return Window.of(x.shape[-dims:], kernel, stride, padding, dilation, ceil_mode)
 
 
 def _max_pool(dims: int) -> Callable[..., Any]:
@@ -166,7 +180,7 @@ def _max_pool(dims: int) -> Callable[..., Any]:
     return decompose
 
 
-def _argmax_index(x: torch.Tensor, window: _Window, padded: torch.Tensor) -> torch.Tensor:
+def _argmax_index(x: torch.Tensor, window: Window, padded: torch.Tensor) -> torch.Tensor:
     """ATen's index: the flat position of the first maximum among the in-bounds taps (the last
     NaN if any); dead code, dropped by the tracer, wherever the indices are not used. Built
     from comparisons alone (no constant masks), so the generated kernel's conditions are

@@ -362,6 +362,37 @@ PROBLEMS: dict[str, Problem] = {
             {**_w("t30", {"T": 30}), "tolerance": _TIGHT},
         ],
     ),
+    # Depthwise convolutions as taps (kernelarc/tracing/conv_decomp.py): Mamba's causal conv1d
+    # with its SiLU (pad 3, keep the first L), and a 2-d one with two outputs per channel.
+    "depthwise": (
+        _definition(
+            "depthwise",
+            {
+                "B": {"type": "var"},
+                "C": {"type": "const", "value": 6},
+                "L": {"type": "var"},
+                "K": {"type": "const", "value": 4},
+                "H": {"type": "const", "value": 7},
+                "O": {"type": "const", "value": 12},
+                "P": {"type": "const", "value": 4},
+            },
+            {
+                "x": _t(["B", "C", "L"], "bfloat16"),
+                "w": _t(["C", 1, "K"], "bfloat16"),
+                "b": _t(["C"], "bfloat16"),
+                "img": _t(["B", "C", "H", "H"]),
+                "w2": _t(["O", 1, 3, 3]),
+            },
+            {"y": _t(["B", "C", "L"], "bfloat16"), "z": _t(["B", "O", "P", "P"])},
+            "import torch\nimport torch.nn.functional as F\n\n"
+            "def run(x, w, b, img, w2):\n"
+            "    L = x.shape[-1]\n"
+            "    y = F.silu(F.conv1d(x, w, b, padding=3, groups=6)[..., :L])\n"
+            "    z = torch.relu(F.conv2d(img, w2, stride=2, padding=1, groups=6))\n"
+            "    return y, z\n",
+        ),
+        [_w("b1-l9", {"B": 1, "L": 9}), _w("b2-l33", {"B": 2, "L": 33})],
+    ),
     # Variances: a GroupNorm (var_mean over each group's (C/G, L)), unbiased and biased
     # variances of values far from 0 (where sum-of-squares formulas cancel), a std over two
     # dims and a plain mean of the same rows as a variance (it shares the one-pass mean).

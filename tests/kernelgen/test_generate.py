@@ -93,6 +93,9 @@ def test_what_is_fused(gen_problems: Traced) -> None:
     assert (consts.kernels, consts.externs) == (1, ("kernelarc.constant",))
     # A 16-bit GEMM whose operand is a fused prologue: on CUDA every dot is a 16-bit one (no
     # float32 operands, so no input precision), as the reference's float16 matmuls are.
+    # Depthwise convolutions are taps in the kernels, with their SiLU and ReLU.
+    depthwise = _generate(gen_problems, "depthwise", {})
+    assert (depthwise.externs, depthwise.kinds) == ((), frozenset({"pointwise"}))
     mlp = _generate(gen_problems, "swiglu_f16", {}, "cuda")
     assert mlp.kernels == 3 and mlp.source.count("tl.dot(") >= 3
     assert "input_precision" not in mlp.source
