@@ -38,7 +38,11 @@ def check_problem(
     from kernelarc.problems.files import load_problem
     from kernelarc.runner.correctness import collect_outputs
     from kernelarc.runner.inputs import generate_inputs, seed_everything
+    from kernelarc.runner.interpreter_rounding import install
     from kernelarc.runner.staging import load_reference
+
+    if device == "cpu":
+        install()  # bfloat16 casts round as on a GPU, as in the runner
 
     path = Path(problem_dir)
     problem = load_problem(path, workload_file)

@@ -117,7 +117,7 @@ class GemmEmitter(ValueEmitter):
             )
             scaled_acc = "acc" if alpha == 1 else f"acc * {float(alpha)!r}"
             acc = self.assign(f"({scaled_bias} + {scaled_acc})", "float32", tile)
-        if node.meta.dtype in _HALF and self._rounds_to_nearest(node.meta.dtype):
+        if node.meta.dtype in _HALF:
             # The reference's matmul returns 16-bit values: its epilogue starts from those.
             rounded = f"(({acc.code}).to({TL_DTYPE[node.meta.dtype]})).to(tl.float32)"
             acc = self.assign(rounded, "float32", tile)
@@ -158,15 +158,9 @@ class GemmEmitter(ValueEmitter):
         (computed in float32, a 16-bit operand is rounded once)."""
         val = self.value(ref, index)
         dtype = self.graph.meta(ref).dtype
-        if dtype not in _HALF or val.dtype == dtype or not self._rounds_to_nearest(dtype):
+        if dtype not in _HALF or val.dtype == dtype:
             return val
         return self.assign(f"({val.code}).to({TL_DTYPE[dtype]})", dtype, val.vars)
-
-    def _rounds_to_nearest(self, dtype: str) -> bool:
-        """Whether a cast to `dtype` rounds to nearest here: always on a GPU; under Triton's
-        interpreter (`half_dot` off) only to float16, its bfloat16 cast truncates, which is
-        further from the reference than not rounding at all."""
-        return self.launch.half_dot or dtype == "float16"
 
     def _close_loop(self) -> None:
         assert self.loop is not None

@@ -128,14 +128,23 @@ def _parse(argv: list[str]) -> tuple[str | None, int, list[str]] | None:
 
 
 def _cpu_environment() -> None:
-    """Set before torch/triton load on CPU: Triton's interpreter (triton reads the variable at
-    import), and no precompiled torch header for Inductor's C++ kernels. Inductor builds that
-    header (~150 MB, tens of seconds) in every new process before it loads any C++ kernel, even
-    one found in its cache, and keeps it outside its cache dir; without it a kernel compiles
-    with the full headers, the same code. A candidate whose kernels come from the host's JIT
-    cache (`jit_warmup.py`) then loads them at once instead of rebuilding that header."""
+    """Set before torch/triton load on CPU, then loads them: Triton's interpreter (triton reads
+    the variable at import), and no precompiled torch header for Inductor's C++ kernels.
+    Inductor builds that header (~150 MB, tens of seconds) in every new process before it loads
+    any C++ kernel, even one found in its cache, and keeps it outside its cache dir; without it
+    a kernel compiles with the full headers, the same code. A candidate whose kernels come from
+    the host's JIT cache (`jit_warmup.py`) then loads them at once instead of rebuilding that
+    header."""
     os.environ["TRITON_INTERPRET"] = "1"
     os.environ.setdefault("TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS", "0")
+    # Loads torch and triton (0.2 s more than torch alone, once per runner; the workers it
+    # forks inherit the patch): bfloat16 casts round as on a GPU (`interpreter_rounding.py`).
+    try:
+        from kernelarc.runner.interpreter_rounding import install
+
+        install()
+    except Exception:
+        logger.warning("interpreter rounding not installed:\n%s", traceback.format_exc())
 
 
 def _preload() -> None:

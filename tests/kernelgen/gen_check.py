@@ -20,6 +20,7 @@ import torch
 from kernelarc.problems.files import load_problem
 from kernelarc.runner.correctness import collect_outputs, compare
 from kernelarc.runner.inputs import generate_inputs, seed_everything
+from kernelarc.runner.interpreter_rounding import install as install_interpreter_rounding
 from kernelarc.runner.staging import load_reference
 
 
@@ -64,9 +65,11 @@ def check(problem_dir: str, source: str, device: str, index: int) -> dict:
 
 
 def main(job_path: str, result_path: str) -> None:
+    job = json.loads(Path(job_path).read_text())
     # Deprecated in Triton and an error in later releases: a generated condition must be a bool.
     warnings.filterwarnings("error", message="tl.where with a non-boolean condition")
-    job = json.loads(Path(job_path).read_text())
+    if job["device"] == "cpu":
+        install_interpreter_rounding()  # bfloat16 casts round as on a GPU, as in the runner
     results = {}
     for index, item in enumerate(job["checks"]):
         try:
