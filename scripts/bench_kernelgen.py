@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 import traceback
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import Any, Literal
 
@@ -186,12 +186,9 @@ def _worker(jobs: Any, results: Any, args: argparse.Namespace) -> None:
         results.put(("start", os.getpid(), problem_dir))
         try:
             if args.check_only:
-                row = check_problem(
-                    problem_dir,
-                    args.workloads,
-                    args.device,
-                    {v: VARIANTS[v] for v in args.variants},
-                )
+                variants = {v: VARIANTS[v] for v in args.variants}
+                exclusive = gpu_lock if args.device == "cuda" else nullcontext
+                row = check_problem(problem_dir, args.workloads, args.device, variants, exclusive)
             else:
                 row = bench_problem(
                     problem_dir, args.workloads, args.device, args.workload_index, args.variants

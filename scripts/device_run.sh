@@ -17,6 +17,11 @@
 #   kernelgen the kernel generator's gpu tests, then scripts/bench_kernelgen.py on the problem dirs
 #             in KG_PROBLEMS (default .kb/*, converted KernelBench problems carried there) for
 #             KG_TIME seconds (default 300) with KG_JOBS workers: $OUT/kernelgen.{json,md,log}
+#   reach     the kernel generator's reach on the GPU: scripts/bench_kernelgen.py --check-only on
+#             REACH_PROBLEMS (default .kb/*) at REACH_WORKLOADS (default workload_gpu.jsonl,
+#             KernelBench's sizes), every workload checked, nothing timed, REACH_JOBS workers
+#             (default 4; the checks take the GPU lock, tracing overlaps), each problem capped at
+#             120 s and the stage at REACH_TIME seconds (default 300): $OUT/reach.{json,md,log}
 #   campaign  a real CUDA campaign (budget $BUDGET, default 12) + export + eval of the export
 #   fidelity  scripts/bench_fidelity.py, KernelArc vs the official evaluator (its wheels in
 #             .whl/bench/, installed into their own dir: sol-execbench built from NVIDIA's
@@ -76,6 +81,16 @@ stage_suite() {
   # The campaigns' records, as one file (many small files under $OUT do not all come back).
   (cd /tmp/kernelarc-suite && find . -name attempts.jsonl -o -name campaign.json \
     | tar czf "$OUT/suite_rundirs.tgz" -T -) || echo "no suite run dirs to keep"
+}
+stage_reach() {
+  echo "== kernelgen reach (check only)"
+  local time_s=${REACH_TIME:-300}
+  # shellcheck disable=SC2086  # REACH_PROBLEMS is a glob of problem dirs
+  timeout $((time_s + 60)) python3 scripts/bench_kernelgen.py ${REACH_PROBLEMS:-.kb/*} \
+    --device cuda --check-only --workloads "${REACH_WORKLOADS:-workload_gpu.jsonl}" \
+    --jobs "${REACH_JOBS:-4}" --problem-time-s 120 --total-time-s "$time_s" \
+    --json "$OUT/reach.json" --markdown "$OUT/reach.md" > "$OUT/reach.log" 2>&1
+  echo "bench_kernelgen --check-only exit status: $?"; tail -12 "$OUT/reach.md"
 }
 stage_kernelgen() {
   echo "== kernelgen gpu tests"

@@ -12,6 +12,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,11 +29,18 @@ def load_module(path: Path, name: str) -> Any:
 
 
 def check_problem(
-    problem_dir: str, workload_file: str, device: str, variants: dict[str, dict[str, int]]
+    problem_dir: str,
+    workload_file: str,
+    device: str,
+    variants: dict[str, dict[str, int]],
+    exclusive: Callable[[], AbstractContextManager[Any]] = nullcontext,
 ) -> dict[str, Any]:
     """The generator's reach on one problem: every workload checked, nothing timed. `variants`
-    maps a name to its knobs over the defaults."""
+    maps a name to its knobs over the defaults; what holds device memory runs inside
+    `exclusive()` (the benchmark's host-wide GPU lock), tracing outside it."""
     import gc
+
+    import torch
 
     from kernelarc.kernelgen import default_knobs, generate
     from kernelarc.kernelgen.traces import load_traces, workload_files
@@ -81,20 +90,24 @@ def check_problem(
         passed = 0
         try:
             module = load_module(source, f"_kg_check_{variant.replace('-', '_')}")
-            for workload in problem.workloads:
-                expected = collect_outputs(
-                    reference.run(*fresh_inputs(workload)), definition, device
-                )
-                got = module.run(*fresh_inputs(workload))
-                error = compare_outputs(got, expected, definition, workload, device)
-                if error:
-                    row[f"{variant}_error"] = f"{workload.uuid}: {error}"[:300]
-                    break
-                passed += 1
+            with exclusive():
+                for workload in problem.workloads:
+                    expected = collect_outputs(
+                        reference.run(*fresh_inputs(workload)), definition, device
+                    )
+                    got = module.run(*fresh_inputs(workload))
+                    error = compare_outputs(got, expected, definition, workload, device)
+                    del got
+                    if error:
+                        row[f"{variant}_error"] = f"{workload.uuid}: {error}"[:300]
+                        break
+                    passed += 1
+                gc.collect()
+                if device == "cuda":
+                    torch.cuda.empty_cache()
         except Exception as exc:  # a crash of the generated code is a result
             row[f"{variant}_error"] = f"{type(exc).__name__}: {exc}"[:300]
         row[f"{variant}_passed"] = passed
-        gc.collect()
     return row
 
 
