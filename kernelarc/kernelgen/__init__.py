@@ -30,6 +30,7 @@ Why an own generator rather than Inductor's Triton or a Helion config search (is
 from collections import Counter
 from dataclasses import dataclass
 
+from kernelarc.kernelgen.conv_layout import channels_last_convs, convertible_convs
 from kernelarc.kernelgen.graph_build import build_graph
 from kernelarc.kernelgen.graph_ir import MATMUL_TARGETS, GenerationError
 from kernelarc.kernelgen.knobs import (
@@ -97,6 +98,8 @@ class Generated:
     without."""
     variances: bool = False
     """The graph computes a variance (the VAR_ONEPASS knob matters)."""
+    convolutions: bool = False
+    """Some convolution could run channels-last (the LAYOUT_CONV knob matters)."""
 
     def summary(self) -> str:
         """One line: kernels, torch calls, split reductions, coverage."""
@@ -126,7 +129,7 @@ def generate(
     skipped: list[str] = []
     notes: list[str] = []
     split: tuple[str, ...] = ()
-    splittable = column_splittable = variances = False
+    splittable = column_splittable = variances = convolutions = False
     for traced in traces.workloads:
         if traced.graph is None:
             skipped.append(f"{traced.uuid}: trace failed: {traced.error}")
@@ -134,6 +137,9 @@ def generate(
         try:
             one_pass = bool(knobs.get("VAR_ONEPASS", 1))
             graph = build_graph(traced.graph, one_pass_variance=one_pass)
+            convolutions = convolutions or bool(convertible_convs(graph))
+            if knobs.get("LAYOUT_CONV", 0):
+                channels_last_convs(graph)
             result = split_reductions(graph, knobs, device)
             sched = schedule_graph(
                 graph,
@@ -188,6 +194,7 @@ def generate(
         column_splittable=column_splittable,
         passes=passes,
         variances=variances,
+        convolutions=convolutions,
     )
 
 
@@ -214,6 +221,8 @@ def relevant_knobs(generated: Generated) -> tuple[str, ...]:
         names.append("SPLIT_COL")
     if generated.variances:
         names.append("VAR_ONEPASS")
+    if generated.convolutions:
+        names.append("LAYOUT_CONV")
     if generated.matmuls:
         names.append("FUSE_GEMM")
         names.extend(GEMM_KNOBS)

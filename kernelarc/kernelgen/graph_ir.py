@@ -114,6 +114,8 @@ class Node:
     """For reductions: the reduced dims of the input (kept as size 1 in the output)."""
     multi_output: bool = False
     """The op returns a tuple (edges name an output index)."""
+    channels_last: bool = False
+    """A convolution called with channels-last operands (its output meta says so too)."""
 
     @property
     def meta(self) -> TensorMeta:

@@ -62,6 +62,8 @@ KNOB_VALUES: Mapping[str, Mapping[Device, tuple[int, ...]]] = {
     "GROUP_M": {"cuda": (8, 1, 4, 16), "cpu": (1,)},
     "NUM_WARPS_MM": {"cuda": (8, 4), "cpu": (4,)},
     "NUM_STAGES": {"cuda": (3, 4, 2, 5), "cpu": (1,)},
+    # cuDNN's convolutions in channels-last (NHWC) first on CUDA, as torch.compile runs them.
+    "LAYOUT_CONV": {"cuda": (1, 0), "cpu": (0, 1)},
     # tf32x3 first: float32 accuracy within ~1e-6 relative at about 3x the FMA path's speed.
     "DOT_PRECISION": {"cuda": (2, 1, 0), "cpu": (0, 1)},
 }

@@ -193,6 +193,12 @@ class _PlanWriter:
             )
             return
         args = [self._arg(a) for a in node.args]
+        if node.channels_last:
+            # Input and weight channels-last: cuDNN's NHWC kernels, and an output in the
+            # layout its readers were generated for (`conv_layout.py`).
+            form = "torch.channels_last" if len(node.meta.shape) == 4 else "torch.channels_last_3d"
+            for i in (0, 1):
+                args[i] = f"{args[i]}.contiguous(memory_format={form})"
         args += [f"{k}={self._arg(v)}" for k, v in node.kwargs.items()]
         target = node.target
         if target.count(".") < 2:

@@ -17,10 +17,10 @@ from kernelarc.schema.op_graph import TraceSet
 Traced = dict[str, tuple[Problem, TraceSet]]
 
 #: CPU settings that change the kernels' shape: looped reductions with small chunks, matmuls
-#: as Triton GEMMs or as torch calls.
+#: as Triton GEMMs or as torch calls, convolutions channels-last.
 CPU_VARIANTS: dict[str, dict[str, int]] = {
     "default": {},
-    "looped": {"PERSISTENT_MAX": 16, "BLOCK_R": 16, "ROWS": 4, "FUSE_GEMM": 0},
+    "looped": {"PERSISTENT_MAX": 16, "BLOCK_R": 16, "ROWS": 4, "FUSE_GEMM": 0, "LAYOUT_CONV": 1},
     "gemm-tf32": {"FUSE_GEMM": 1, "DOT_PRECISION": 1, "BLOCK_X": 64},
 }
 
