@@ -1,7 +1,8 @@
 """The scheduler: which values live in buffers, which kernels compute them, in which order.
 
 Place in the flow: `schedule_graph(graph, launch_for)` turns a decoded graph into steps: torch
-calls for what the generator does not fuse (`ExternStep`: matmuls, convolutions, pooling, ...)
+calls for what the generator does not fuse (`ExternStep`: cuBLAS matmuls, convolutions other
+than depthwise ones, pooling windows over 32 taps, scans, ...)
 and fused Triton kernels (`KernelStep`). It starts with the fewest buffers (the outputs, the
 operands of torch calls) and lets the emitter say which other values must be stored
 (`NeedMaterialize`: a reduction read at another index than its row, or in another space),
