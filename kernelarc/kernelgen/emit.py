@@ -25,6 +25,7 @@ from typing import Any
 from kernelarc.kernelgen.graph_ir import WELFORD_OPS, Graph, Kind, Node, Ref
 from kernelarc.kernelgen.index_expr import flat_index
 from kernelarc.kernelgen.kernel_types import Buffer, KernelSource, Launch, NeedMaterialize
+from kernelarc.kernelgen.knobs import MAX_KERNEL_LOADS
 from kernelarc.kernelgen.pointwise_ops import TL_DTYPE, compute_dtype, to_storage
 from kernelarc.kernelgen.reduce_code import (
     REDUCER,
@@ -91,6 +92,7 @@ class KernelEmitter(ValueEmitter):
                 self._store(ref, index)
         else:
             self._emit_looped(order, targets)
+        self.check_recomputation(MAX_KERNEL_LOADS)
         return self._assemble([ref for ref, _ in targets])
 
     def special_value(self, node: Node, index: Index) -> Val:

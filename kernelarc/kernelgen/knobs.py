@@ -81,6 +81,10 @@ SPLIT_MIN_CHUNK = {"cuda": 2048, "cpu": 16}
 #: each partial still reduces at least this many rows (of COL_X columns each).
 SPLIT_MIN_ROWS = {"cuda": 64, "cpu": 4}
 
+#: Loads one fused kernel may make before a value it recomputes at several indices is stored
+#: once instead (Inductor's realize heuristics do the like): a 2x2x2 pooling of a 2x2x2
+#: pooling is 64 loads per output recomputed, 8 + 8 with the inner one stored.
+MAX_KERNEL_LOADS = 64
 #: fp32 values one program may hold in its reduction tile (XBLOCK * RBLOCK) before spilling.
 MAX_TILE = {"cuda": 8192, "cpu": 1 << 20}
 #: Values of a reduction tile per thread that stay in registers (MAX_TILE over 8 warps).

@@ -93,6 +93,10 @@ class ValueEmitter:
         self.max_address = 1
         self._temps = 0
         self._predicate: Predicate | None = None
+        self.loads = 0
+        """Loads written into the kernel so far."""
+        self.indices: dict[str, set[Index]] = {}
+        """Pointwise node -> the indices it was computed at (more than one: recomputed)."""
 
     # -- what subclasses provide -------------------------------------------------------------
     def special_value(self, node: Node, index: Index) -> Val:
@@ -160,6 +164,7 @@ class ValueEmitter:
         if self._predicate is not None:
             variables = variables | self._predicate.vars
             mask = f"{mask} & {self._predicate.code}" if mask else self._predicate.code
+        self.loads += 1
         pointer = self.pointers.setdefault(buffer.name, f"p{len(self.pointers)}")
         args = f"{pointer} + ({address.code(self.names)})" + (f", {mask}, other=0" if mask else "")
         expr = f"tl.load({args})"
@@ -194,8 +199,32 @@ class ValueEmitter:
         if node.kind == Kind.FACTORY:
             return self._factory(node, index)
         if node.kind == Kind.POINTWISE:
+            self.indices.setdefault(node.name, set()).add(index)
             return self._pointwise(node, index)
         raise NeedMaterialize(node.name, f"{node.target} is not fusable")
+
+    def check_recomputation(self, limit: int) -> None:
+        """Past `limit` loads, store the value computed at the most indices instead of
+        recomputing it at each (a pooling of a pooling: every outer tap recomputes the inner
+        window); the latest in graph order of those tied, the top of the recomputed chain.
+
+        Raises:
+            NeedMaterialize: for that node, when the kernel has over `limit` loads and some
+                value is computed at more than one index.
+        """
+        if self.loads <= limit:
+            return
+        order = {name: i for i, name in enumerate(self.graph.nodes)}
+        recomputed = [
+            (len(at), order[name], name)
+            for name, at in self.indices.items()
+            if len(at) > 1 and name not in self.computed_here  # a root is stored already
+        ]
+        if not recomputed:
+            return
+        count, _, name = max(recomputed)
+        msg = f"computed at {count} indices in a kernel of {self.loads} loads: stored once instead"
+        raise NeedMaterialize(name, msg)
 
     def _pointwise(self, node: Node, index: Index) -> Val:
         shape = tuple(node.meta.shape)

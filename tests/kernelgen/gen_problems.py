@@ -362,6 +362,25 @@ PROBLEMS: dict[str, Problem] = {
             {**_w("t30", {"T": 30}), "tolerance": _TIGHT},
         ],
     ),
+    # A pooling of an overlapping pooling: 9 outer taps of 9 inner ones are 81 loads per
+    # output, past MAX_KERNEL_LOADS, so the inner pooling is stored once and read 9 times.
+    "pool_of_pool": (
+        _definition(
+            "pool_of_pool",
+            {
+                "N": {"type": "var"},
+                "C": {"type": "const", "value": 2},
+                "H": {"type": "const", "value": 10},
+            },
+            {"x": _t(["N", "C", "H", "H"])},
+            {"y": _t(["N", "C", "H", "H"])},
+            "import torch\nimport torch.nn.functional as F\n\n"
+            "def run(x):\n"
+            "    inner = torch.relu(F.max_pool2d(x, 3, stride=1, padding=1))\n"
+            "    return F.max_pool2d(inner, 3, stride=1, padding=1) + 1.0\n",
+        ),
+        [_w("n1", {"N": 1}), _w("n3", {"N": 3})],
+    ),
     # Depthwise convolutions as taps (kernelarc/tracing/conv_decomp.py): Mamba's causal conv1d
     # with its SiLU (pad 3, keep the first L), and a 2-d one with two outputs per channel.
     "depthwise": (

@@ -10,6 +10,7 @@ from reference_check import assert_match_reference
 
 from kernelarc.guard.static_rules import blocking, scan_solution
 from kernelarc.kernelgen import Generated, GenerationError, default_knobs, generate
+from kernelarc.kernelgen.knobs import MAX_KERNEL_LOADS
 from kernelarc.problems.files import Problem
 from kernelarc.schema import BuildSpec, Language, Solution, SourceFile, TargetHardware
 from kernelarc.schema.op_graph import TraceSet
@@ -93,6 +94,12 @@ def test_what_is_fused(gen_problems: Traced) -> None:
     assert (consts.kernels, consts.externs) == (1, ("kernelarc.constant",))
     # A 16-bit GEMM whose operand is a fused prologue: on CUDA every dot is a 16-bit one (no
     # float32 operands, so no input precision), as the reference's float16 matmuls are.
+    # Pooling of an overlapping pooling: the inner one is stored (two kernels, neither with
+    # more than MAX_KERNEL_LOADS loads), not recomputed under every outer tap.
+    nested = _generate(gen_problems, "pool_of_pool", {})
+    assert nested.kernels == 2
+    for kernel in nested.source.split("@triton.jit")[1:]:
+        assert kernel.count("tl.load(") <= MAX_KERNEL_LOADS
     # Depthwise convolutions are taps in the kernels, with their SiLU and ReLU.
     depthwise = _generate(gen_problems, "depthwise", {})
     assert (depthwise.externs, depthwise.kinds) == ((), frozenset({"pointwise"}))
