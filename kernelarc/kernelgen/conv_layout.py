@@ -16,7 +16,7 @@ from kernelarc.kernelgen.graph_ir import Graph, Kind, Ref
 
 CONVOLUTION = "aten.convolution.default"
 #: The kinds of node that read their operands by index in a fused kernel (any strides).
-_INDEXED_READERS = (Kind.POINTWISE, Kind.REDUCTION, Kind.PIECEWISE)
+_INDEXED_READERS = (Kind.POINTWISE, Kind.REDUCTION, Kind.PIECEWISE, Kind.GATHER)
 
 
 def channels_last_strides(shape: list[int]) -> list[int]:

@@ -13,6 +13,7 @@ in `reductions.py` imports the types without an import cycle.
 
 from typing import Any
 
+from kernelarc.kernelgen.gathers import GATHER_TARGETS, GatherError, gather_plan
 from kernelarc.kernelgen.graph_ir import (
     CONSTANT_TARGET,
     FACTORY_TARGETS,
@@ -28,6 +29,7 @@ from kernelarc.kernelgen.graph_ir import (
     Ref,
     index_users,
 )
+from kernelarc.kernelgen.index_expr import Lin
 from kernelarc.kernelgen.pointwise_ops import POINTWISE
 from kernelarc.kernelgen.reductions import lower_reduction
 from kernelarc.kernelgen.views import VIEW_TARGETS
@@ -93,6 +95,8 @@ def build_graph(op_graph: OpGraph, *, one_pass_variance: bool = True) -> Graph:
         kind = _kind(raw.target, raw.outputs, raw.multi)
         node = Node(raw.name, raw.target, kind, args, kwargs, tuple(raw.outputs))
         node.multi_output = raw.multi
+        if raw.target in GATHER_TARGETS and kind == Kind.EXTERN and _gatherable(graph, node):
+            node.kind = Kind.GATHER
         graph.add(node)
     graph.outputs = [decode(o, alias) for o in op_graph.outputs]
     index_users(graph)
@@ -100,6 +104,17 @@ def build_graph(op_graph: OpGraph, *, one_pass_variance: bool = True) -> Graph:
 
 
 _IDENTITIES = frozenset({"aten.alias.default", "aten.lift_fresh_copy.default"})
+
+
+def _gatherable(graph: Graph, node: Node) -> bool:
+    """A gather of a form `gathers.py` expresses (else it stays a torch call)."""
+    if node.multi_output or len(node.metas) != 1 or node.metas[0] is None:
+        return False
+    try:
+        gather_plan(graph, node, tuple(Lin() for _ in node.meta.shape))
+    except (GatherError, IndexError, KeyError):
+        return False
+    return True
 
 
 def _is_constant(graph: Graph, value: Any) -> bool:

@@ -64,6 +64,8 @@ class Kind(StrEnum):
     """mm / addmm / bmm: the anchor of a GEMM kernel with a fused epilogue, or a torch call."""
     PIECEWISE = "piecewise"
     """cat / constant padding: a value read from one of several sources, or a constant."""
+    GATHER = "gather"
+    """embedding / gather / index_select / x[idx]: a read at a loaded index (`gathers.py`)."""
     EXTERN = "extern"
 
 

@@ -34,6 +34,7 @@ _FUSABLE = (
     Kind.FACTORY,
     Kind.PIECEWISE,
     Kind.MATMUL,
+    Kind.GATHER,
 )
 
 AnySpace = Space | GemmSpace

@@ -13,6 +13,7 @@ computed once before the loop. Subclasses supply the values of reductions and ma
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelarc.kernelgen.gathers import GatherError, GatherPlan, gather_plan
 from kernelarc.kernelgen.graph_ir import (
     CONSTANT_TARGET,
     DTypeArg,
@@ -125,6 +126,9 @@ class ValueEmitter:
                     for ref in node.args
                     if isinstance(ref, Ref)
                 ]
+            if node.kind == Kind.GATHER:
+                plan = self._gather_plan(node, index)
+                return [(plan.index, plan.index_at)]
         except (IndexExprError, ViewError) as exc:
             raise NeedMaterialize(node.name, str(exc)) from exc
         raise NeedMaterialize(node.name, f"{node.kind} node {node.target} cannot be fused")
@@ -151,22 +155,30 @@ class ValueEmitter:
         self._scope_for(variables).lines.append(f"{name} = {expr}")
         return Val(name, dtype, variables)
 
-    def load(self, ref: Ref, index: Index, *, upcast: bool = True) -> Val:
-        """A masked load of a buffer at `index` (16-bit floats widened unless `upcast` is off)."""
+    def load(
+        self, ref: Ref, index: Index, *, upcast: bool = True, offset: Val | None = None
+    ) -> Val:
+        """A masked load of a buffer at `index` (16-bit floats widened unless `upcast` is off),
+        plus `offset` elements (a gather's loaded index times its stride, whose largest value
+        is the buffer's extent along that dim)."""
         buffer = self.buffers[buffer_key(ref)]
         meta = buffer.meta
         address = Lin()
         for i, stride in zip(index, meta.stride, strict=True):
             address = address + i * stride
-        self.max_address = max(self.max_address, address.max_value() + 1)
-        variables = address.variables()
+        top = address.max_value() + 1
+        if offset is not None:
+            top += max((s - 1) * st for s, st in zip(meta.shape, meta.stride, strict=True))
+        self.max_address = max(self.max_address, top)
+        variables = address.variables() | (offset.vars if offset is not None else frozenset())
         mask = self.mask(variables)
         if self._predicate is not None:
             variables = variables | self._predicate.vars
             mask = f"{mask} & {self._predicate.code}" if mask else self._predicate.code
         self.loads += 1
         pointer = self.pointers.setdefault(buffer.name, f"p{len(self.pointers)}")
-        args = f"{pointer} + ({address.code(self.names)})" + (f", {mask}, other=0" if mask else "")
+        where = address.code(self.names) + (f" + {offset.code}" if offset is not None else "")
+        args = f"{pointer} + ({where})" + (f", {mask}, other=0" if mask else "")
         expr = f"tl.load({args})"
         dtype = compute_dtype(meta.dtype) if upcast else meta.dtype
         if dtype != meta.dtype and meta.dtype != "bool":
@@ -201,7 +213,28 @@ class ValueEmitter:
         if node.kind == Kind.POINTWISE:
             self.indices.setdefault(node.name, set()).add(index)
             return self._pointwise(node, index)
+        if node.kind == Kind.GATHER:
+            return self._gather(node, index)
         raise NeedMaterialize(node.name, f"{node.target} is not fusable")
+
+    def _gather(self, node: Node, index: Index) -> Val:
+        """The source loaded at the index the index tensor holds (`gathers.py`)."""
+        plan = self._gather_plan(node, index)
+        position = self.value(plan.index, plan.index_at)
+        size = self.graph.meta(plan.source).shape[plan.dim]
+        stride = self.buffers[buffer_key(plan.source)].meta.stride[plan.dim]
+        wrapped = f"tl.where({position.code} < 0, {position.code} + {size}, {position.code})"
+        offset = self.assign(f"({wrapped}) * {stride}", position.dtype, position.vars)
+        return self.load(plan.source, plan.source_index, offset=offset)
+
+    def _gather_plan(self, node: Node, index: Index) -> GatherPlan:
+        try:
+            plan = gather_plan(self.graph, node, index)
+        except GatherError as exc:
+            raise NeedMaterialize(node.name, str(exc)) from exc
+        if not self.is_buffer(plan.source):
+            raise NeedMaterialize(plan.source.node, "gathered from: stored once")
+        return plan
 
     def check_recomputation(self, limit: int) -> None:
         """Past `limit` loads, store the value computed at the most indices instead of

@@ -362,6 +362,39 @@ PROBLEMS: dict[str, Problem] = {
             {**_w("t30", {"T": 30}), "tolerance": _TIGHT},
         ],
     ),
+    # Reads at a loaded index (kernelarc/kernelgen/gathers.py) fused with what surrounds them:
+    # an embedding lookup and its scale, x[idx] on a middle dim with negative indices, an
+    # index_select, a gather followed by a sum, and a gather from a computed value (stored
+    # first: a gather reads a buffer).
+    "gathers": (
+        _definition(
+            "gathers",
+            {
+                "B": {"type": "var"},
+                "V": {"type": "const", "value": 11},
+                "D": {"type": "const", "value": 6},
+                "K": {"type": "const", "value": 4},
+            },
+            {"ids": _t(["B", "K"], "int64"), "table": _t(["V", "D"]), "x": _t(["B", "V", "D"])},
+            {
+                "e": _t(["B", "K", "D"]),
+                "m": _t(["B", "K", "D"]),
+                "s": _t(["B", "V", "K"]),
+                "g": _t(["B"]),
+                "c": _t(["B", "K", "D"]),
+            },
+            "import torch\nimport torch.nn.functional as F\n\n"
+            "def run(ids, table, x):\n"
+            "    i = ids.abs() % 11\n"
+            "    e = F.embedding(i, table) * 2.0\n"
+            "    m = torch.tanh(x[:, i[0] - 11])\n"
+            "    s = torch.index_select(x, 2, (i[0] % 6)) + 1.0\n"
+            "    g = torch.gather(x, 1, (i % 11)[:, :, None].expand(-1, -1, 6)).sum(dim=(1, 2))\n"
+            "    c = torch.gather(torch.exp(x), 1, i[:, :, None].expand(-1, -1, 6))\n"
+            "    return e, m, s, g, c\n",
+        ),
+        [_w("b2", {"B": 2}), _w("b5", {"B": 5})],
+    ),
     # A pooling of an overlapping pooling: 9 outer taps of 9 inner ones are 81 loads per
     # output, past MAX_KERNEL_LOADS, so the inner pooling is stored once and read 9 times.
     "pool_of_pool": (

@@ -100,6 +100,9 @@ def test_what_is_fused(gen_problems: Traced) -> None:
     assert nested.kernels == 2
     for kernel in nested.source.split("@triton.jit")[1:]:
         assert kernel.count("tl.load(") <= MAX_KERNEL_LOADS
+    # Embedding lookups, x[idx], index_select and gather are loads at a loaded index.
+    gathers = _generate(gen_problems, "gathers", {})
+    assert gathers.externs == () and gathers.kernels >= 2
     # Depthwise convolutions are taps in the kernels, with their SiLU and ReLU.
     depthwise = _generate(gen_problems, "depthwise", {})
     assert (depthwise.externs, depthwise.kinds) == ((), frozenset({"pointwise"}))
