@@ -25,7 +25,7 @@ from typing import Any
 from kernelarc.kernelgen.graph_ir import WELFORD_OPS, Graph, Kind, Node, Ref
 from kernelarc.kernelgen.index_expr import flat_index
 from kernelarc.kernelgen.kernel_types import Buffer, KernelSource, Launch, NeedMaterialize
-from kernelarc.kernelgen.knobs import MAX_KERNEL_LOADS
+from kernelarc.kernelgen.knobs import MAX_KERNEL_LOADS, register_warps
 from kernelarc.kernelgen.pointwise_ops import TL_DTYPE, compute_dtype, to_storage
 from kernelarc.kernelgen.reduce_code import (
     REDUCER,
@@ -59,6 +59,7 @@ class KernelEmitter(ValueEmitter):
         self.name = name
         self.max_address = max(space.xnumel * space.rnumel, 1)
         self._reduced: dict[str, Val] = {}
+        self._scanned: dict[str, Val] = {}
         self._passes = 0
 
     def emit(self, roots: list[Ref]) -> KernelSource:
@@ -75,9 +76,7 @@ class KernelEmitter(ValueEmitter):
         for ref, index in targets:
             self._scan(ref, index, needed, seen)
         order = [n for n in self.graph.nodes if n in needed]
-        arg = any(self.graph.nodes[n].reduce_op in ("argmax", "argmin") for n in order)
-        if arg and not self.launch.persistent and not self.space.column:
-            self.launch = _whole_rows(self.launch, self.space, order[0])
+        self._whole_rows_if_needed(order)
         if self.launch.persistent or not self.space.is_reduction:
             groups = welford_groups(self.graph, order)
             for name in order:
@@ -87,6 +86,9 @@ class KernelEmitter(ValueEmitter):
                         self._welford_tile(groups[name])
                     continue
                 source = self.value(node.args[0], self.space.full_index())
+                if node.kind == Kind.SCAN:
+                    self._scanned[name] = self._scan_tile(node, source)
+                    continue
                 self._reduced[name] = self._reduce_tile(node, source)
             for ref, index in targets:
                 self._store(ref, index)
@@ -95,10 +97,27 @@ class KernelEmitter(ValueEmitter):
         self.check_recomputation(MAX_KERNEL_LOADS)
         return self._assemble([ref for ref, _ in targets])
 
+    def _whole_rows_if_needed(self, order: list[str]) -> None:
+        """A persistent launch when an arg-reduction or a scan is among the reductions."""
+        if self.launch.persistent and not self.space.column:
+            return
+        arg = [n for n in order if self.graph.nodes[n].reduce_op in ("argmax", "argmin")]
+        if arg and not self.space.column:
+            self.launch = _whole_rows(self.launch, self.space, arg[0])
+        scans = [n for n in order if self.graph.nodes[n].kind == Kind.SCAN]
+        if scans and self.space.column:
+            raise NeedMaterialize(scans[0], "a scan in a column kernel")
+        if scans:
+            self.launch = _whole_rows(self.launch, self.space, scans[0], warps_for_tile=True)
+
     def special_value(self, node: Node, index: Index) -> Val:
         """A reduction's [XBLOCK, 1] result (computed before any store)."""
         if node.kind == Kind.REDUCTION and node.name in self._reduced:
             return self._reduced[node.name]
+        if node.kind == Kind.SCAN and node.name in self._scanned:
+            if index != self.space.full_index():
+                raise NeedMaterialize(node.name, "a scan read at another element than its own")
+            return self._scanned[node.name]
         raise NeedMaterialize(node.name, f"{node.target} is not computed in this kernel")
 
     # -- scanning: which reductions the roots need, checked before emitting ------------------
@@ -112,6 +131,16 @@ class KernelEmitter(ValueEmitter):
             return
         if node.kind == Kind.REDUCTION:
             self._check_reduction(node, index)
+            if node.name not in needed:
+                needed.append(node.name)
+                self._scan(node.args[0], self.space.full_index(), needed, seen)
+            return
+        if node.kind == Kind.SCAN:
+            source_shape = tuple(self.graph.meta(node.args[0]).shape)
+            if source_shape != self.space.shape or node.dims != self.space.dims:
+                raise NeedMaterialize(node.name, f"scan over {source_shape} in {self.space.shape}")
+            if index != self.space.full_index():
+                raise NeedMaterialize(node.name, "a scan read at another element than its own")
             if node.name not in needed:
                 needed.append(node.name)
                 self._scan(node.args[0], self.space.full_index(), needed, seen)
@@ -308,6 +337,15 @@ class KernelEmitter(ValueEmitter):
         )
         return self._finish(node, tile)
 
+    def _scan_tile(self, node: Node, source: Val) -> Val:
+        """The [XBLOCK, RBLOCK] prefix sums or products of whole rows (float32 for floats, as
+        ATen accumulates 16-bit ones; positions past a row's end come after it, so they never
+        enter a stored prefix)."""
+        dtype = compute_dtype(node.meta.dtype)
+        tile = frozenset({X_NAME, R_NAME})
+        value = as_dtype(source, dtype)
+        return self.assign(f"tl.{node.reduce_op}({value}, axis=1)", dtype, tile)
+
     def _finish(self, node: Node, tile: Val) -> Val:
         """The [XBLOCK, 1] result of reducing a masked tile (or a loop's accumulator)."""
         op = node.reduce_op
@@ -384,10 +422,14 @@ class KernelEmitter(ValueEmitter):
 _MAX_ARG_ROW = 1 << 15
 
 
-def _whole_rows(launch: Launch, space: Space, node: str) -> Launch:
-    """A persistent launch for kernels with an arg-reduction (they need whole rows)."""
+def _whole_rows(launch: Launch, space: Space, node: str, *, warps_for_tile: bool = False) -> Launch:
+    """A persistent launch for kernels with an arg-reduction or a scan (they need whole rows);
+    with `warps_for_tile`, enough warps to hold the tile in registers (`register_warps`)."""
     row = 1 << max(space.rnumel - 1, 0).bit_length()
     if row > _MAX_ARG_ROW:
-        raise NeedMaterialize(node, f"an arg-reduction over rows of {space.rnumel} elements")
+        raise NeedMaterialize(node, f"a whole-row kernel over rows of {space.rnumel} elements")
     xblock = max(1, min(launch.xblock, 8192 // row))
-    return replace(launch, rblock=row, xblock=xblock, persistent=True)
+    warps = launch.num_warps
+    if warps_for_tile:
+        warps = max(warps, register_warps(row * xblock))
+    return replace(launch, rblock=row, xblock=xblock, persistent=True, num_warps=warps)

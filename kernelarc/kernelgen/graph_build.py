@@ -97,6 +97,8 @@ def build_graph(op_graph: OpGraph, *, one_pass_variance: bool = True) -> Graph:
         node.multi_output = raw.multi
         if raw.target in GATHER_TARGETS and kind == Kind.EXTERN and _gatherable(graph, node):
             node.kind = Kind.GATHER
+        if raw.target in SCAN_TARGETS and kind == Kind.EXTERN:
+            _as_scan(graph, node)
         graph.add(node)
     graph.outputs = [decode(o, alias) for o in op_graph.outputs]
     index_users(graph)
@@ -104,6 +106,31 @@ def build_graph(op_graph: OpGraph, *, one_pass_variance: bool = True) -> Graph:
 
 
 _IDENTITIES = frozenset({"aten.alias.default", "aten.lift_fresh_copy.default"})
+
+
+#: Scans the generator computes (on whole rows), by target: the op of `tl.<op>`.
+SCAN_TARGETS = {"aten.cumsum.default": "cumsum", "aten.cumprod.default": "cumprod"}
+#: Longest row a scan is computed on (whole rows in one program's tile).
+MAX_SCAN_ROW = 1 << 15
+
+
+def _as_scan(graph: Graph, node: Node) -> None:
+    """A cumsum / cumprod over the last dim of a float or int64 tensor becomes a SCAN node
+    (`node.dims` the scanned dim); others stay torch calls."""
+    if node.multi_output or len(node.metas) != 1 or node.metas[0] is None:
+        return
+    source = node.args[0] if node.args else None
+    if not isinstance(source, Ref) or len(node.args) < 2 or not isinstance(node.args[1], int):
+        return
+    shape = graph.meta(source).shape
+    if not shape:
+        return
+    dim = node.args[1] % len(shape)
+    if dim != len(shape) - 1 or shape[dim] > MAX_SCAN_ROW or node.meta.dtype == "bool":
+        return
+    node.kind = Kind.SCAN
+    node.reduce_op = SCAN_TARGETS[node.target]
+    node.dims = (dim,)
 
 
 def _gatherable(graph: Graph, node: Node) -> bool:

@@ -64,6 +64,9 @@ class Kind(StrEnum):
     """mm / addmm / bmm: the anchor of a GEMM kernel with a fused epilogue, or a torch call."""
     PIECEWISE = "piecewise"
     """cat / constant padding: a value read from one of several sources, or a constant."""
+    SCAN = "scan"
+    """cumsum / cumprod over the last dim of rows of at most MAX_SCAN_ROW: computed on whole
+    rows in a row kernel, read at its own element."""
     GATHER = "gather"
     """embedding / gather / index_select / x[idx]: a read at a loaded index (`gathers.py`)."""
     EXTERN = "extern"

@@ -35,6 +35,7 @@ _FUSABLE = (
     Kind.PIECEWISE,
     Kind.MATMUL,
     Kind.GATHER,
+    Kind.SCAN,
 )
 
 AnySpace = Space | GemmSpace
@@ -256,7 +257,7 @@ def _emit(
 
 def _space_for(graph: Graph, root: Ref, materialized: set[str]) -> AnySpace:
     node = graph.node(root)
-    if node.kind == Kind.REDUCTION:
+    if node.kind in (Kind.REDUCTION, Kind.SCAN):
         return Space(tuple(graph.meta(node.args[0]).shape), node.dims)
     if node.kind == Kind.MATMUL:
         return _gemm(graph, node.name)
@@ -291,7 +292,11 @@ def _gemm(graph: Graph, name: str) -> GemmSpace:
 
 
 def _reductions_reached(graph: Graph, root: Ref, materialized: set[str]) -> list[str]:
-    return _reached(graph, root, materialized, Kind.REDUCTION)
+    """Reductions and scans (both make a row kernel) a kernel of `root` would compute."""
+    found = set(_reached(graph, root, materialized, Kind.REDUCTION))
+    found |= set(_reached(graph, root, materialized, Kind.SCAN))
+    order = list(graph.nodes)
+    return sorted(found, key=order.index)
 
 
 def _reached(graph: Graph, root: Ref, materialized: set[str], kind: Kind) -> list[str]:
@@ -308,7 +313,7 @@ def _reached(graph: Graph, root: Ref, materialized: set[str], kind: Kind) -> lis
         node = graph.nodes[name]
         if name != root.node and (name in materialized or node.kind not in _FUSABLE):
             continue
-        if node.kind in (Kind.REDUCTION, Kind.MATMUL) and name != root.node:
+        if node.kind in (Kind.REDUCTION, Kind.MATMUL, Kind.SCAN) and name != root.node:
             if node.kind == kind:
                 found.append(name)
             continue

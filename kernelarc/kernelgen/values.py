@@ -201,7 +201,7 @@ class ValueEmitter:
         if node.kind == Kind.SCALAR:
             name = self.scalars.setdefault(node.name, f"s{len(self.scalars)}")
             return Val(name, compute_dtype(node.meta.dtype))
-        if node.kind in (Kind.REDUCTION, Kind.MATMUL):
+        if node.kind in (Kind.REDUCTION, Kind.MATMUL, Kind.SCAN):
             return self.special_value(node, index)
         if node.kind == Kind.VIEW:
             [(src, mapped)] = self.operand_indices(node, index)

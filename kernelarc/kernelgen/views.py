@@ -136,6 +136,7 @@ VIEWS: dict[str, ViewMap] = {
     "aten.slice.Tensor": _slice,
     "aten.select.int": _select,
     "aten.flip.default": _flip,
+    "prims.rev.default": _flip,
     "aten.repeat.default": _repeat,
     "aten.alias.default": _identity,
 }

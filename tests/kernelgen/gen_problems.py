@@ -395,6 +395,33 @@ PROBLEMS: dict[str, Problem] = {
         ),
         [_w("b2", {"B": 2}), _w("b5", {"B": 5})],
     ),
+    # Scans over the last dim on whole rows (Kind.SCAN): a cumsum with a prologue and an
+    # epilogue, a cumprod, a reverse cumsum (flips as index maps), an int64 count of a mask;
+    # a cumsum over the first dim stays a torch call.
+    "scans": (
+        _definition(
+            "scans",
+            {"B": {"type": "var"}, "N": {"type": "const", "value": 37}},
+            {"x": _t(["B", "N"], "bfloat16")},
+            {
+                "a": _t(["B", "N"], "bfloat16"),
+                "p": _t(["B", "N"]),
+                "r": _t(["B", "N"]),
+                "c": _t(["B", "N"], "int64"),
+                "d": _t(["B", "N"]),
+            },
+            "import torch\n\n"
+            "def run(x):\n"
+            "    xf = x.float()\n"
+            "    a = (torch.cumsum(torch.exp(xf) * 0.5, dim=-1) - 1.0).to(torch.bfloat16)\n"
+            "    p = torch.cumprod(1.0 + 0.01 * xf, dim=1)\n"
+            "    r = torch.cumsum(xf.flip(-1), dim=-1).flip(-1)\n"
+            "    c = (x > 0).long().cumsum(-1)\n"
+            "    d = torch.cumsum(xf, dim=0)\n"
+            "    return a, p, r, c, d\n",
+        ),
+        [_w("b3", {"B": 3}), _w("b9", {"B": 9})],
+    ),
     # A pooling of an overlapping pooling: 9 outer taps of 9 inner ones are 81 loads per
     # output, past MAX_KERNEL_LOADS, so the inner pooling is stored once and read 9 times.
     "pool_of_pool": (
