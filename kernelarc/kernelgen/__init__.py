@@ -5,10 +5,14 @@ at every workload by `python -m kernelarc.tracing`, see `traces.py`), asks `gene
 solution source at one knob setting, and proposes it. Pure: no torch, no triton imported here;
 the generated source imports them when it runs in the sandbox.
 
-Pipeline per workload graph: decode and lower (`graph_ir`), split reductions with few outputs
-and long rows in two stages (`split_reductions`), schedule into torch calls and fused kernels
+Pipeline per workload graph: decode and lower (`graph_ir`), declare the convolutions that run
+channels-last (`conv_layout`, the LAYOUT_CONV knob), split reductions with few outputs and long
+rows in two stages (`split_reductions`), schedule into torch calls and fused kernels
 (`schedule`, `emit`; a reduction over a dim that is not the last runs the column plan of
-`space`), render one plan per workload plus a dispatch on the input signature with
+`space`; a cumsum or cumprod over the last dim is a row kernel on whole rows; embedding
+lookups and gathers are loads at a loaded index, `gathers`; a kernel past MAX_KERNEL_LOADS
+stores the value it recomputes most), render one plan per workload plus a dispatch on the
+input signature with
 the reference as fallback (`solution_source`): a signature the trace did not see runs the
 reference, so a generated solution is never wrong for an unseen shape, only not faster.
 
