@@ -338,13 +338,17 @@ class KernelEmitter(ValueEmitter):
         return self._finish(node, tile)
 
     def _scan_tile(self, node: Node, source: Val) -> Val:
-        """The [XBLOCK, RBLOCK] prefix sums or products of whole rows (float32 for floats, as
-        ATen accumulates 16-bit ones; positions past a row's end come after it, so they never
-        enter a stored prefix)."""
+        """The [XBLOCK, RBLOCK] prefix sums or products of whole rows, in the compute dtype
+        (float32 for 16-bit floats; ATen's CPU kernel accumulates so, its CUDA one in the
+        input's dtype). The source is widened to the full tile first: one that does not vary
+        along the row (a broadcast, a constant) would otherwise be scanned over an axis of one.
+        Positions past a row's end come after it, so they never enter a stored prefix."""
         dtype = compute_dtype(node.meta.dtype)
         tile = frozenset({X_NAME, R_NAME})
         value = as_dtype(source, dtype)
-        return self.assign(f"tl.{node.reduce_op}({value}, axis=1)", dtype, tile)
+        ident = "1" if node.reduce_op == "cumprod" else "0"
+        full = f"tl.where(xmask & rmask, {value}, {ident})"
+        return self.assign(f"tl.{node.reduce_op}({full}, axis=1)", dtype, tile)
 
     def _finish(self, node: Node, tile: Val) -> Val:
         """The [XBLOCK, 1] result of reducing a masked tile (or a loop's accumulator)."""

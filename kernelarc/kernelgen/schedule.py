@@ -193,6 +193,8 @@ def _sink_into_reductions(
                 continue
             inner, boundary = _region(graph, q, materialized)
             users = graph.users.get(p, set())
+            if any(graph.nodes[u].kind == Kind.GATHER for u in users):
+                continue  # gathered from: read as a buffer, which a kernel storing it is not
             if p in boundary and all(
                 u in inner or position.get(u, -1) > position[q] for u in users
             ):

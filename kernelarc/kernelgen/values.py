@@ -224,7 +224,8 @@ class ValueEmitter:
         size = self.graph.meta(plan.source).shape[plan.dim]
         stride = self.buffers[buffer_key(plan.source)].meta.stride[plan.dim]
         wrapped = f"tl.where({position.code} < 0, {position.code} + {size}, {position.code})"
-        offset = self.assign(f"({wrapped}) * {stride}", position.dtype, position.vars)
+        # In 64 bits: an int32 index times a row's stride overflows past 2**31 elements.
+        offset = self.assign(f"({wrapped}).to(tl.int64) * {stride}", "int64", position.vars)
         return self.load(plan.source, plan.source_index, offset=offset)
 
     def _gather_plan(self, node: Node, index: Index) -> GatherPlan:

@@ -364,8 +364,9 @@ PROBLEMS: dict[str, Problem] = {
     ),
     # Reads at a loaded index (kernelarc/kernelgen/gathers.py) fused with what surrounds them:
     # an embedding lookup and its scale, x[idx] on a middle dim with negative indices, an
-    # index_select, a gather followed by a sum, and a gather from a computed value (stored
-    # first: a gather reads a buffer).
+    # index_select, a gather followed by a sum, a gather from a computed value (stored
+    # first: a gather reads a buffer), one from an output a reduction kernel would otherwise
+    # store itself.
     "gathers": (
         _definition(
             "gathers",
@@ -382,6 +383,8 @@ PROBLEMS: dict[str, Problem] = {
                 "s": _t(["B", "V", "K"]),
                 "g": _t(["B"]),
                 "c": _t(["B", "K", "D"]),
+                "y": _t(["B", "V", "D"]),
+                "h": _t(["B", "V"]),
             },
             "import torch\nimport torch.nn.functional as F\n\n"
             "def run(ids, table, x):\n"
@@ -391,13 +394,16 @@ PROBLEMS: dict[str, Problem] = {
             "    s = torch.index_select(x, 2, (i[0] % 6)) + 1.0\n"
             "    g = torch.gather(x, 1, (i % 11)[:, :, None].expand(-1, -1, 6)).sum(dim=(1, 2))\n"
             "    c = torch.gather(torch.exp(x), 1, i[:, :, None].expand(-1, -1, 6))\n"
-            "    return e, m, s, g, c\n",
+            "    y = x * 2.0\n"
+            "    h = torch.gather(y, 2, (i[:, :1, None] % 6).expand(-1, 11, 6)).sum(-1)\n"
+            "    return e, m, s, g, c, y, h\n",
         ),
         [_w("b2", {"B": 2}), _w("b5", {"B": 5})],
     ),
     # Scans over the last dim on whole rows (Kind.SCAN): a cumsum with a prologue and an
-    # epilogue, a cumprod, a reverse cumsum (flips as index maps), an int64 count of a mask;
-    # a cumsum over the first dim stays a torch call.
+    # epilogue, a cumprod, a reverse cumsum (flips as index maps), an int64 count of a mask,
+    # scans of a value constant along the row (a broadcast, ones); a cumsum over the first dim
+    # stays a torch call.
     "scans": (
         _definition(
             "scans",
@@ -409,6 +415,8 @@ PROBLEMS: dict[str, Problem] = {
                 "r": _t(["B", "N"]),
                 "c": _t(["B", "N"], "int64"),
                 "d": _t(["B", "N"]),
+                "e": _t(["B", "N"]),
+                "o": _t(["B", "N"]),
             },
             "import torch\n\n"
             "def run(x):\n"
@@ -418,7 +426,9 @@ PROBLEMS: dict[str, Problem] = {
             "    r = torch.cumsum(xf.flip(-1), dim=-1).flip(-1)\n"
             "    c = (x > 0).long().cumsum(-1)\n"
             "    d = torch.cumsum(xf, dim=0)\n"
-            "    return a, p, r, c, d\n",
+            "    e = torch.cumsum(xf[:, :1].expand(-1, 37) * 2.0, dim=-1)\n"
+            "    o = torch.ones_like(xf).cumsum(-1) + xf\n"
+            "    return a, p, r, c, d, e, o\n",
         ),
         [_w("b3", {"B": 3}), _w("b9", {"B": 9})],
     ),

@@ -103,6 +103,7 @@ def test_what_is_fused(gen_problems: Traced) -> None:
     # Embedding lookups, x[idx], index_select and gather are loads at a loaded index.
     gathers = _generate(gen_problems, "gathers", {})
     assert gathers.externs == () and gathers.kernels >= 2
+    assert ".to(tl.int64) * " in gathers.source  # gather offsets in 64 bits
     # Scans over the last dim are row kernels; over the first dim a torch call.
     scans = _generate(gen_problems, "scans", {})
     assert scans.externs == ("aten.cumsum.default",) and "reduction" in scans.kinds
