@@ -19,13 +19,12 @@ reduction over a dim that is not the innermost) is the same code over other inde
 XBLOCK contiguous columns of one `yindex` per program, RBLOCK rows per step.
 """
 
-from dataclasses import replace
 from typing import Any
 
 from kernelarc.kernelgen.graph_ir import WELFORD_OPS, Graph, Kind, Node, Ref
 from kernelarc.kernelgen.index_expr import flat_index
 from kernelarc.kernelgen.kernel_types import Buffer, KernelSource, Launch, NeedMaterialize
-from kernelarc.kernelgen.knobs import MAX_KERNEL_LOADS, register_warps
+from kernelarc.kernelgen.knobs import MAX_KERNEL_LOADS, whole_rows
 from kernelarc.kernelgen.pointwise_ops import TL_DTYPE, compute_dtype, to_storage
 from kernelarc.kernelgen.reduce_code import (
     REDUCER,
@@ -36,7 +35,7 @@ from kernelarc.kernelgen.reduce_code import (
     reduce_input,
     welford_groups,
 )
-from kernelarc.kernelgen.space import CODE_NAMES, R_NAME, X_NAME, Space
+from kernelarc.kernelgen.space import CODE_NAMES, R_NAME, X_NAME, Space, index_prologue
 from kernelarc.kernelgen.values import INT32_LIMIT, Index, Scope, Val, ValueEmitter, as_dtype
 
 
@@ -103,12 +102,12 @@ class KernelEmitter(ValueEmitter):
             return
         arg = [n for n in order if self.graph.nodes[n].reduce_op in ("argmax", "argmin")]
         if arg and not self.space.column:
-            self.launch = _whole_rows(self.launch, self.space, arg[0])
+            self.launch = whole_rows(self.launch, self.space, arg[0])
         scans = [n for n in order if self.graph.nodes[n].kind == Kind.SCAN]
         if scans and self.space.column:
             raise NeedMaterialize(scans[0], "a scan in a column kernel")
         if scans:
-            self.launch = _whole_rows(self.launch, self.space, scans[0], warps_for_tile=True)
+            self.launch = whole_rows(self.launch, self.space, scans[0], warps_for_tile=True)
 
     def special_value(self, node: Node, index: Index) -> Val:
         """A reduction's [XBLOCK, 1] result (computed before any store)."""
@@ -338,11 +337,9 @@ class KernelEmitter(ValueEmitter):
         return self._finish(node, tile)
 
     def _scan_tile(self, node: Node, source: Val) -> Val:
-        """The [XBLOCK, RBLOCK] prefix sums or products of whole rows, in the compute dtype
-        (float32 for 16-bit floats; ATen's CPU kernel accumulates so, its CUDA one in the
-        input's dtype). The source is widened to the full tile first: one that does not vary
-        along the row (a broadcast, a constant) would otherwise be scanned over an axis of one.
-        Positions past a row's end come after it, so they never enter a stored prefix."""
+        """Prefix sums or products of whole rows in the compute dtype, the source widened to
+        the tile (a broadcast or a constant would be scanned over an axis of one); positions
+        past a row's end come after it and never enter a stored prefix."""
         dtype = compute_dtype(node.meta.dtype)
         tile = frozenset({X_NAME, R_NAME})
         value = as_dtype(source, dtype)
@@ -382,28 +379,8 @@ class KernelEmitter(ValueEmitter):
         wide = self.max_address > INT32_LIMIT
         params = [*self.pointers.values(), *self.scalars.values()]
         params += ["XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
-        body = []
-        pid = "tl.program_id(0).to(tl.int64)" if wide else "tl.program_id(0)"
-        tiles = 1
-        if self.space.column:
-            # One program per (outer kept position, XBLOCK-wide tile of the inner ones).
-            tiles = -(-self.space.inner // self.launch.xblock)
-            body.append(f"pid = {pid}")
-            body.append("yindex = pid" if tiles == 1 else f"yindex = pid // {tiles}")
-            start = "" if tiles == 1 else f"(pid % {tiles}) * XBLOCK + "
-            body.append(f"xindex = {start}tl.arange(0, XBLOCK)[:, None]")
-            body.append(f"xmask = xindex < {self.space.inner}")
-        elif self.space.is_reduction:
-            body.append(f"xindex = {pid} * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
-            body.append(f"xmask = xindex < {self.space.xnumel}")
-        if self.space.is_reduction:
-            body.append("rbase = tl.arange(0, RBLOCK)[None, :]" + (".to(tl.int64)" if wide else ""))
-            if self.launch.persistent:
-                body.append("rindex = rbase")
-                body.append(f"rmask = rindex < {self.space.rnumel}")
-        else:
-            body.append(f"xindex = {pid} * XBLOCK + tl.arange(0, XBLOCK)")
-            body.append(f"xmask = xindex < {self.space.xnumel}")
+        tiles = -(-self.space.inner // self.launch.xblock) if self.space.column else 1
+        body = index_prologue(self.space, self.launch.persistent, tiles, wide)
         body.extend(self.kernel.lines)
         lines = ["@triton.jit", f"def {self.name}({', '.join(params)}):"]
         source = "\n".join(lines + [f"    {line}" for line in body]) + "\n"
@@ -421,19 +398,3 @@ class KernelEmitter(ValueEmitter):
             launch=self.launch,
             passes=max(self._passes, 1),
         )
-
-
-_MAX_ARG_ROW = 1 << 15
-
-
-def _whole_rows(launch: Launch, space: Space, node: str, *, warps_for_tile: bool = False) -> Launch:
-    """A persistent launch for kernels with an arg-reduction or a scan (they need whole rows);
-    with `warps_for_tile`, enough warps to hold the tile in registers (`register_warps`)."""
-    row = 1 << max(space.rnumel - 1, 0).bit_length()
-    if row > _MAX_ARG_ROW:
-        raise NeedMaterialize(node, f"a whole-row kernel over rows of {space.rnumel} elements")
-    xblock = max(1, min(launch.xblock, 8192 // row))
-    warps = launch.num_warps
-    if warps_for_tile:
-        warps = max(warps, register_warps(row * xblock))
-    return replace(launch, rblock=row, xblock=xblock, persistent=True, num_warps=warps)

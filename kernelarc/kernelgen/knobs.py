@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Literal
 
-from kernelarc.kernelgen.kernel_types import Launch
+from kernelarc.kernelgen.kernel_types import Launch, NeedMaterialize
 from kernelarc.kernelgen.space import GemmSpace, Space
 
 Device = Literal["cpu", "cuda"]
@@ -176,3 +176,20 @@ def _column_launch(space: Space, knobs: GenKnobs, device: Device) -> Launch:
     rblock = max(1, min(row, tile, MAX_TILE[device] // xblock))
     warps = max(1, min(knobs["NUM_WARPS_RED"], (xblock * rblock) // 64 or 1))
     return Launch(xblock=xblock, rblock=rblock, persistent=rblock >= row, num_warps=warps)
+
+
+#: Longest row a whole-row kernel (an arg-reduction, a scan) holds in one tile.
+MAX_WHOLE_ROW = 1 << 15
+
+
+def whole_rows(launch: Launch, space: Space, node: str, *, warps_for_tile: bool = False) -> Launch:
+    """A persistent launch for kernels with an arg-reduction or a scan (they need whole rows);
+    with `warps_for_tile`, enough warps to hold the tile in registers (`register_warps`)."""
+    row = 1 << max(space.rnumel - 1, 0).bit_length()
+    if row > MAX_WHOLE_ROW:
+        raise NeedMaterialize(node, f"a whole-row kernel over rows of {space.rnumel} elements")
+    xblock = max(1, min(launch.xblock, 8192 // row))
+    warps = launch.num_warps
+    if warps_for_tile:
+        warps = max(warps, register_warps(row * xblock))
+    return replace(launch, rblock=row, xblock=xblock, persistent=True, num_warps=warps)

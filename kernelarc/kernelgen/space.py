@@ -163,3 +163,29 @@ class GemmSpace:
         if math.prod(shape) != math.prod(self.shape):
             return None
         return unflatten(flat_index(self.output_index(), self.shape), shape)
+
+
+def index_prologue(space: Space, persistent: bool, tiles: int, wide: bool) -> list[str]:
+    """A pointwise or reduction kernel's first lines: its index variables and their masks
+    (`tiles`: programs per column tile row, for the column plan; `wide`: 64-bit indices)."""
+    body = []
+    pid = "tl.program_id(0).to(tl.int64)" if wide else "tl.program_id(0)"
+    if space.column:
+        # One program per (outer kept position, XBLOCK-wide tile of the inner ones).
+        body.append(f"pid = {pid}")
+        body.append("yindex = pid" if tiles == 1 else f"yindex = pid // {tiles}")
+        start = "" if tiles == 1 else f"(pid % {tiles}) * XBLOCK + "
+        body.append(f"xindex = {start}tl.arange(0, XBLOCK)[:, None]")
+        body.append(f"xmask = xindex < {space.inner}")
+    elif space.is_reduction:
+        body.append(f"xindex = {pid} * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
+        body.append(f"xmask = xindex < {space.xnumel}")
+    if space.is_reduction:
+        body.append("rbase = tl.arange(0, RBLOCK)[None, :]" + (".to(tl.int64)" if wide else ""))
+        if persistent:
+            body.append("rindex = rbase")
+            body.append(f"rmask = rindex < {space.rnumel}")
+    else:
+        body.append(f"xindex = {pid} * XBLOCK + tl.arange(0, XBLOCK)")
+        body.append(f"xmask = xindex < {space.xnumel}")
+    return body
