@@ -128,18 +128,8 @@ class KernelEmitter(ValueEmitter):
         node = self.graph.node(ref)
         if self.is_buffer(ref) or node.kind in (Kind.SCALAR, Kind.FACTORY):
             return
-        if node.kind == Kind.REDUCTION:
-            self._check_reduction(node, index)
-            if node.name not in needed:
-                needed.append(node.name)
-                self._scan(node.args[0], self.space.full_index(), needed, seen)
-            return
-        if node.kind == Kind.SCAN:
-            source_shape = tuple(self.graph.meta(node.args[0]).shape)
-            if source_shape != self.space.shape or node.dims != self.space.dims:
-                raise NeedMaterialize(node.name, f"scan over {source_shape} in {self.space.shape}")
-            if index != self.space.full_index():
-                raise NeedMaterialize(node.name, "a scan read at another element than its own")
+        if node.kind in (Kind.REDUCTION, Kind.SCAN):
+            self._check_row_op(node, index)
             if node.name not in needed:
                 needed.append(node.name)
                 self._scan(node.args[0], self.space.full_index(), needed, seen)
@@ -147,13 +137,16 @@ class KernelEmitter(ValueEmitter):
         for arg_ref, arg_index in self.operand_indices(node, index):
             self._scan(arg_ref, arg_index, needed, seen)
 
-    def _check_reduction(self, node: Node, index: Index) -> None:
+    def _check_row_op(self, node: Node, index: Index) -> None:
+        """A reduction or scan this kernel computes: over its space, read where it lives (a
+        reduction at the kernel's row, a scan at its own element)."""
         source_shape = tuple(self.graph.meta(node.args[0]).shape)
         if source_shape != self.space.shape or node.dims != self.space.dims:
-            msg = f"reduction over {source_shape}/{node.dims} in space {self.space.shape}"
+            msg = f"{node.kind} over {source_shape}/{node.dims} in space {self.space.shape}"
             raise NeedMaterialize(node.name, msg)
-        if index != self.space.x_index():
-            raise NeedMaterialize(node.name, "read at another index than the kernel's row")
+        own = self.space.full_index() if node.kind == Kind.SCAN else self.space.x_index()
+        if index != own:
+            raise NeedMaterialize(node.name, f"{node.kind} read at another index than its own")
 
     # -- reductions --------------------------------------------------------------------------
     def _emit_looped(self, order: list[str], targets: list[tuple[Ref, Index]]) -> None:
