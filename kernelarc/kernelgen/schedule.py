@@ -265,7 +265,7 @@ def _space_for(graph: Graph, root: Ref, materialized: set[str]) -> AnySpace:
         return _gemm(graph, node.name)
     reductions = _reductions_reached(graph, root, materialized)
     if not reductions:
-        matmuls = _reached(graph, root, materialized, Kind.MATMUL)
+        matmuls = _reached(graph, root, materialized, (Kind.MATMUL,))
         if matmuls:
             space = _gemm(graph, matmuls[-1])
             if space.store_index(tuple(node.meta.shape)) is None:
@@ -295,14 +295,11 @@ def _gemm(graph: Graph, name: str) -> GemmSpace:
 
 def _reductions_reached(graph: Graph, root: Ref, materialized: set[str]) -> list[str]:
     """Reductions and scans (both make a row kernel) a kernel of `root` would compute."""
-    found = set(_reached(graph, root, materialized, Kind.REDUCTION))
-    found |= set(_reached(graph, root, materialized, Kind.SCAN))
-    order = list(graph.nodes)
-    return sorted(found, key=order.index)
+    return _reached(graph, root, materialized, (Kind.REDUCTION, Kind.SCAN))
 
 
-def _reached(graph: Graph, root: Ref, materialized: set[str], kind: Kind) -> list[str]:
-    """Nodes of `kind` a kernel of `root` would compute inline (not beyond them), in graph
+def _reached(graph: Graph, root: Ref, materialized: set[str], kinds: tuple[Kind, ...]) -> list[str]:
+    """Nodes of `kinds` a kernel of `root` would compute inline (not beyond them), in graph
     order."""
     found: list[str] = []
     seen: set[str] = set()
@@ -316,7 +313,7 @@ def _reached(graph: Graph, root: Ref, materialized: set[str], kind: Kind) -> lis
         if name != root.node and (name in materialized or node.kind not in _FUSABLE):
             continue
         if node.kind in (Kind.REDUCTION, Kind.MATMUL, Kind.SCAN) and name != root.node:
-            if node.kind == kind:
+            if node.kind in kinds:
                 found.append(name)
             continue
         stack.extend(ref.node for ref in node.refs())
