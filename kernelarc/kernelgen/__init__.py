@@ -144,9 +144,10 @@ def generate(
         try:
             one_pass = bool(knobs.get("VAR_ONEPASS", 1))
             graph = build_graph(traced.graph, one_pass_variance=one_pass)
-            convolutions = convolutions or bool(convertible_convs(graph))
+            convertible = convertible_convs(graph)
+            convolutions = convolutions or bool(convertible)
             if knobs.get("LAYOUT_CONV", 0):
-                channels_last_convs(graph)
+                channels_last_convs(graph, convertible)
             result = split_reductions(graph, knobs, device)
             sched = schedule_graph(
                 graph,

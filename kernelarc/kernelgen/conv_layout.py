@@ -1,10 +1,11 @@
 """Convolutions the generator leaves to cuDNN, run channels-last (the LAYOUT_CONV knob).
 
-Place in the flow: `generate` calls `channels_last_convs(graph)` after building the graph and
-before scheduling when the knob is on. cuDNN's tensor-core convolutions want NHWC; on NCHW
-inputs it transposes internally or picks slower kernels (the measured gap: torch.compile, which
-converts convolutions to channels-last, was about 2x faster than the generator's NCHW calls on
-KernelBench's convolutions, docs/benchmarks.md). A convolution qualifies when its output
+Place in the flow: `generate` finds the `convertible_convs(graph)` after building the graph
+and, when the knob is on, declares them with `channels_last_convs` before scheduling. cuDNN's
+tensor-core convolutions want NHWC; on NCHW inputs it transposes internally or picks slower
+kernels (the measured gap: torch.compile, which converts convolutions to channels-last, was
+about 2x faster than the generator's NCHW calls on KernelBench's convolutions,
+docs/benchmarks.md). A convolution qualifies when its output
 feeds only fused kernels: its buffer is then declared channels-last, the kernels that read it
 index it with those strides, and the solution calls it with channels-last input and weight
 (`solution_source`), so cuDNN returns channels-last and nothing is copied back. A convolution
@@ -49,12 +50,10 @@ def convertible_convs(graph: Graph) -> list[str]:
     return found
 
 
-def channels_last_convs(graph: Graph) -> list[str]:
-    """Declare every convertible convolution's output channels-last; their names."""
-    names = convertible_convs(graph)
+def channels_last_convs(graph: Graph, names: list[str]) -> None:
+    """Declare the outputs of convolutions `names` (from `convertible_convs`) channels-last."""
     for name in names:
         node = graph.nodes[name]
         meta = node.meta
         node.metas = (meta.model_copy(update={"stride": channels_last_strides(meta.shape)}),)
         node.channels_last = True
-    return names
