@@ -5,15 +5,13 @@ alone; and a stage asked for that cannot run failing the script with its name an
 
 import importlib.util
 import json
-import os
 import subprocess
-import sys
 import types
 from pathlib import Path
 
 import pytest
+from script_runs import ROOT, load_script, run_script
 
-ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "bench_fidelity.py"
 
 OFFICIAL = importlib.util.find_spec("sol_execbench") is not None
@@ -22,31 +20,11 @@ OFFICIAL = importlib.util.find_spec("sol_execbench") is not None
 def _run_script(
     args: list[str], cwd: Path, *, timeout_s: float, status: int = 0
 ) -> "subprocess.CompletedProcess[str]":
-    """The script as a subprocess with this checkout first on PYTHONPATH; it must exit with
-    `status`."""
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-    }
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        env=env,
-        check=False,
-        cwd=cwd,
-    )
-    assert done.returncode == status, done.stderr[-3000:]
-    return done
+    return run_script(SCRIPT, args, cwd, timeout_s=timeout_s, status=status)
 
 
 def _load_script() -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_fidelity", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "bench_fidelity")
 
 
 @pytest.mark.slow

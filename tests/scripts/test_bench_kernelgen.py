@@ -2,18 +2,15 @@
 generator's reach (every workload checked under Triton's interpreter, nothing timed), a problem
 over its time cap recorded as a timeout with its tracer killed, and the summary's counting."""
 
-import importlib.util
 import json
-import os
 import shutil
 import subprocess
-import sys
 import types
 from pathlib import Path
 
 import pytest
+from script_runs import ROOT, load_script, run_script
 
-ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "bench_kernelgen.py"
 SAMPLES = ROOT / "tests" / "samples" / "problems"
 CHECK = ["--device", "cpu", "--check-only", "--jobs", "1"]
@@ -22,32 +19,13 @@ CHECK = ["--device", "cpu", "--check-only", "--jobs", "1"]
 def _run_script(
     args: list[str], tmp_path: Path, *, timeout_s: float
 ) -> "subprocess.CompletedProcess[str]":
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-        "KERNELARC_CACHE_DIR": str(tmp_path / "cache"),
-    }
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        env=env,
-        check=False,
-        cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done
+    cache = {"KERNELARC_CACHE_DIR": str(tmp_path / "cache")}
+    return run_script(SCRIPT, args, tmp_path, timeout_s=timeout_s, env=cache)
 
 
 def _reach() -> types.ModuleType:
     """The benchmark's helper module that sums the rows up."""
-    path = ROOT / "scripts" / "kernelgen_reach.py"
-    spec = importlib.util.spec_from_file_location("kernelgen_reach_under_test", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "scripts" / "kernelgen_reach.py", "kernelgen_reach_under_test")
 
 
 def test_check_only_runs_every_workload_and_counts_a_passing_kernel(tmp_path: Path) -> None:
