@@ -57,3 +57,68 @@ def channels_last_convs(graph: Graph, names: list[str]) -> None:
         meta = node.meta
         node.metas = (meta.model_copy(update={"stride": channels_last_strides(meta.shape)}),)
         node.channels_last = True
+
+
+def memory_order(
+    graph: Graph, name: str, region: set[str] | None = None, reads: set[str] | None = None
+) -> tuple[int, ...]:
+    """The walking order (`Space.order`) of a kernel computing `name` (a reduction, or a
+    pointwise root), whose region computes `region` and reads the buffers `reads` (both
+    default to every fusable node the node's operands reach, for the split before
+    scheduling): channels-last (N, spatial..., C) when it reads a channels-last convolution
+    of its shape (a pointwise kernel: of its rank, batch and channels, e.g. a pooling's
+    input), so its loads follow memory (a mean over H, W becomes the column plan over
+    contiguous channels; a softmax over C the row plan; an epilogue reads whole rows of
+    channels). Empty (the logical order) otherwise, for a scan, or when the walk would
+    reorder the kept dims of a reduction (its output is stored row-major over them) or the
+    reduced dims of an arg-reduction (its index counts them row-major)."""
+    node = graph.nodes[name]
+    reduction = node.kind == Kind.REDUCTION
+    if node.kind in (Kind.SCAN, Kind.MATMUL, Kind.EXTERN) or node.multi_output:
+        return ()
+    shape = tuple(graph.meta(node.args[0]).shape if reduction else node.meta.shape)
+    if len(shape) not in (4, 5):
+        return ()
+    if region is None or reads is None:
+        region, reads = _reach(graph, name)
+
+    def matches(read: tuple[int, ...]) -> bool:
+        return read == shape if reduction else (len(read), read[:2]) == (len(shape), shape[:2])
+
+    if not any(
+        graph.nodes[r].channels_last and matches(tuple(graph.nodes[r].meta.shape))
+        for r in reads
+        if graph.nodes[r].kind == Kind.EXTERN
+    ):
+        return ()
+    order = (0, *range(2, len(shape)), 1)
+    if not reduction:
+        return order
+    kept = [d for d in order if d not in node.dims]
+    reduced = [d for d in order if d in node.dims]
+    if kept != sorted(kept):
+        return ()
+    nodes = [graph.nodes[n] for n in region | {name}]
+    if reduced != sorted(reduced) and any(
+        n.kind == Kind.SCAN or n.reduce_op in ("argmax", "argmin") for n in nodes
+    ):
+        return ()
+    return order
+
+
+def _reach(graph: Graph, reduction: str) -> tuple[set[str], set[str]]:
+    """(the fusable nodes a reduction's operand is computed from, the other nodes they read)."""
+    region: set[str] = set()
+    reads: set[str] = set()
+    stack = [ref.node for ref in graph.nodes[reduction].refs()]
+    while stack:
+        name = stack.pop()
+        if name in region or name in reads or name not in graph.nodes:
+            continue
+        node = graph.nodes[name]
+        if node.kind in (Kind.EXTERN, Kind.MATMUL):
+            reads.add(name)
+            continue
+        region.add(name)
+        stack.extend(ref.node for ref in node.refs())
+    return region, reads

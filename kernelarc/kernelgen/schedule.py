@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kernelarc.kernelgen.conv_layout import memory_order
 from kernelarc.kernelgen.emit import KernelEmitter
 from kernelarc.kernelgen.gemm_emit import GemmEmitter, gemm_space
 from kernelarc.kernelgen.graph_ir import GenerationError, Graph, Kind, Ref, contiguous
@@ -260,7 +261,7 @@ def _emit(
 def _space_for(graph: Graph, root: Ref, materialized: set[str]) -> AnySpace:
     node = graph.node(root)
     if node.kind in (Kind.REDUCTION, Kind.SCAN):
-        return Space(tuple(graph.meta(node.args[0]).shape), node.dims)
+        return _row_space(graph, node.name, materialized)
     if node.kind == Kind.MATMUL:
         return _gemm(graph, node.name)
     reductions = _reductions_reached(graph, root, materialized)
@@ -271,7 +272,8 @@ def _space_for(graph: Graph, root: Ref, materialized: set[str]) -> AnySpace:
             if space.store_index(tuple(node.meta.shape)) is None:
                 raise NeedMaterialize(matmuls[-1], f"{root.node} does not fit its output")
             return space
-        return Space(tuple(node.meta.shape))
+        inner, boundary = _region(graph, root.node, materialized)
+        return Space(tuple(node.meta.shape), (), memory_order(graph, root.node, inner, boundary))
     best = max(
         reductions,
         key=lambda n: (
@@ -279,11 +281,19 @@ def _space_for(graph: Graph, root: Ref, materialized: set[str]) -> AnySpace:
             list(graph.nodes).index(n),
         ),
     )
-    red = graph.nodes[best]
-    rows = Space(tuple(graph.meta(red.args[0]).shape), red.dims)
+    rows = _row_space(graph, best, materialized)
     if rows.store_index(tuple(node.meta.shape)) is None:
         raise NeedMaterialize(best, f"{root.node} does not fit the space of {best}")
     return rows
+
+
+def _row_space(graph: Graph, reduction: str, materialized: set[str]) -> Space:
+    """The space of a kernel computing `reduction` (a reduction or a scan), walked in memory
+    order when it reads a channels-last convolution (`memory_order`)."""
+    node = graph.nodes[reduction]
+    inner, boundary = _region(graph, reduction, materialized)
+    order = memory_order(graph, reduction, inner, boundary)
+    return Space(tuple(graph.meta(node.args[0]).shape), node.dims, order)
 
 
 def _gemm(graph: Graph, name: str) -> GemmSpace:

@@ -43,6 +43,15 @@ class Space:
     shape: tuple[int, ...]
     dims: tuple[int, ...] = ()
     """Reduced dims (sorted); empty for a pointwise kernel."""
+    order: tuple[int, ...] = ()
+    """The dims of `shape` from outermost to innermost as the kernel walks them (empty: in
+    order). `memory_order` sets it for a reduction over a channels-last buffer, so the walk
+    follows memory; kept dims always stay in order (a reduction's output is stored row-major
+    over them)."""
+
+    def walk(self) -> tuple[int, ...]:
+        """The dims from outermost to innermost as the kernel walks them."""
+        return self.order or tuple(range(len(self.shape)))
 
     @property
     def is_reduction(self) -> bool:
@@ -52,12 +61,12 @@ class Space:
     @property
     def kept_shape(self) -> tuple[int, ...]:
         """Sizes of the dims `xindex` runs over."""
-        return tuple(s for i, s in enumerate(self.shape) if i not in self.dims)
+        return tuple(self.shape[i] for i in self.walk() if i not in self.dims)
 
     @property
     def reduced_shape(self) -> tuple[int, ...]:
-        """Sizes of the dims `rindex` runs over."""
-        return tuple(self.shape[d] for d in self.dims)
+        """Sizes of the dims `rindex` runs over, in walking order."""
+        return tuple(self.shape[d] for d in self.walk() if d in self.dims)
 
     @property
     def xnumel(self) -> int:
@@ -75,7 +84,9 @@ class Space:
         pointwise space."""
         if not self.dims:
             return 0
-        return math.prod(self.shape[max(self.dims) + 1 :])
+        walk = self.walk()
+        last = max(walk.index(d) for d in self.dims)
+        return math.prod(self.shape[d] for d in walk[last + 1 :])
 
     @property
     def column(self) -> bool:
@@ -112,9 +123,10 @@ class Space:
         kept = unflatten(self.kept_flat(), self.kept_shape)
         reduced = unflatten(Lin.of(self.r_var()), self.reduced_shape) if self.dims else ()
         kept_it, reduced_it = iter(kept), iter(reduced)
-        return tuple(
-            next(reduced_it) if i in self.dims else next(kept_it) for i in range(len(self.shape))
-        )
+        index: list[Lin] = [Lin()] * len(self.shape)
+        for i in self.walk():
+            index[i] = next(reduced_it) if i in self.dims else next(kept_it)
+        return tuple(index)
 
     def x_index(self) -> tuple[Lin, ...]:
         """The full index with the reduced dims at 0 (a reduction's keepdim output index)."""

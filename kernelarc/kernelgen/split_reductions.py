@@ -51,6 +51,7 @@ import heapq
 import math
 from dataclasses import dataclass
 
+from kernelarc.kernelgen.conv_layout import memory_order
 from kernelarc.kernelgen.graph_ir import (
     WELFORD_OPS,
     Graph,
@@ -100,7 +101,7 @@ def split_reductions(graph: Graph, knobs: GenKnobs, device: Device) -> SplitResu
     for node in graph.nodes.values():
         if node.kind != Kind.REDUCTION or node.reduce_op not in SPLIT_OPS | SPLIT_PAIR_OPS:
             continue
-        space = Space(tuple(graph.meta(node.args[0]).shape), node.dims)
+        space = _space(graph, node)
         xnumel, reduced = space.xnumel, space.reduced_shape
         if space.column:
             programs = space.ynumel * -(-space.inner // column_xblock(space.inner, knobs))
@@ -296,13 +297,14 @@ def _split_views(
     reshaped edge, the partials' shape and stage 2's output shape."""
     source: Ref = node.args[0]
     shape = list(graph.meta(source).shape)
-    space = Space(tuple(shape), node.dims)
-    last = max(node.dims)
+    space = _space(graph, node)
+    walk = space.walk()
+    last = max(walk.index(d) for d in node.dims)
     # Row: kept dims first, reduced last. Column: the inner dims stay innermost (contiguous).
-    kept = [d for d in range(len(shape)) if d not in node.dims and d < last]
-    inner = list(range(last + 1, len(shape))) if space.column else []
-    kept += [d for d in range(len(shape)) if d not in node.dims and d not in inner and d > last]
-    order = kept + list(node.dims) + inner
+    # Both in the order the reduction's kernel would walk them (channels-last: memory's).
+    inner = list(walk[last + 1 :]) if space.column else []
+    kept = [d for d in walk if d not in node.dims and d not in inner]
+    order = kept + [d for d in walk if d in node.dims] + inner
     outer = space.ynumel if space.column else space.xnumel
     tail = [space.inner] if space.column else []
     first: list[Node] = []
@@ -315,6 +317,12 @@ def _split_views(
     first.append(_view(graph, node, "aten.view.default", current, split_shape, split_shape))
     partials = [outer, factor, 1, *tail]
     return first, Ref(first[-1].name), partials, [outer, 1, 1, *tail]
+
+
+def _space(graph: Graph, node: Node) -> Space:
+    """The space the reduction's kernel would have, walked as `memory_order` says."""
+    shape = tuple(graph.meta(node.args[0]).shape)
+    return Space(shape, node.dims, memory_order(graph, node.name))
 
 
 def _view(

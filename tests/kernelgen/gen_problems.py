@@ -278,6 +278,43 @@ PROBLEMS: dict[str, Problem] = {
         ),
         [_w("n1", {"N": 1}), _w("n2", {"N": 2})],
     ),
+    # Reductions of a convolution's output, which LAYOUT_CONV makes channels-last: the kernels
+    # walk it in memory order (conv_layout.memory_order): a mean over H, W (the column plan
+    # over contiguous channels), a softmax over C (the row plan), a sum over C, H, W, an argmax
+    # over C (its index counts C alone), a variance over H, W, and the conv output's GELU as
+    # an output of its own (stored NCHW from the channels-last walk).
+    "conv_reductions": (
+        _definition(
+            "conv_reductions",
+            {
+                "N": {"type": "var"},
+                "C": {"type": "const", "value": 3},
+                "O": {"type": "const", "value": 6},
+                "S": {"type": "const", "value": 11},
+                "R": {"type": "const", "value": 9},
+                "K": {"type": "const", "value": 3},
+                "one": {"type": "const", "value": 1},
+            },
+            {"x": _t(["N", "C", "S", "S"]), "w": _t(["O", "C", "K", "K"]), "b": _t(["O"])},
+            {
+                "pooled": _t(["N", "O"]),
+                "soft": _t(["N", "O", "R", "R"]),
+                "total": _t(["N"]),
+                "best": _t(["N", "R", "R"], "int64"),
+                "spread": _t(["N", "O", "one", "one"]),
+            },
+            "import torch\nimport torch.nn.functional as F\n\n"
+            "def run(x, w, b):\n"
+            "    y = F.conv2d(x, w, b)\n"
+            "    pooled = F.gelu(y).mean(dim=(2, 3))\n"
+            "    soft = torch.softmax(y * 2.0, dim=1)\n"
+            "    total = torch.tanh(y).sum(dim=(1, 2, 3))\n"
+            "    best = torch.argmax(y, dim=1)\n"
+            "    spread = torch.var(y, dim=(2, 3), keepdim=True)\n"
+            "    return pooled, soft, total, best, spread\n",
+        ),
+        [_w("n1", {"N": 1}), _w("n3", {"N": 3})],
+    ),
     # Pooling as taps over the window (kernelarc/tracing/pool_decomp.py), fused with what
     # surrounds it: max pooling with padding and ceil mode between a ReLU and a tanh, average
     # pooling without counting the padding, max pooling whose indices are an output, 1-d max

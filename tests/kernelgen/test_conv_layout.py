@@ -1,15 +1,24 @@
 """Convolutions run channels-last (the LAYOUT_CONV knob): the strides the kernels are generated
 for are torch's own, and only a convolution read by fused kernels alone is converted."""
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import torch
+from reference_check import assert_match_reference
 
 from kernelarc.kernelgen import default_knobs, generate, relevant_knobs
-from kernelarc.kernelgen.conv_layout import channels_last_strides, convertible_convs
+from kernelarc.kernelgen.conv_layout import (
+    channels_last_convs,
+    channels_last_strides,
+    convertible_convs,
+)
 from kernelarc.kernelgen.graph_build import build_graph
-from kernelarc.kernelgen.graph_ir import Ref
+from kernelarc.kernelgen.graph_ir import Kind, Ref
+from kernelarc.kernelgen.knobs import launch_for
+from kernelarc.kernelgen.schedule import KernelStep, schedule_graph
+from kernelarc.kernelgen.space import Space
 
 Traced = dict[str, Any]
 
@@ -44,3 +53,70 @@ def test_a_convolution_read_by_kernels_is_converted_an_output_is_not(
     assert "memory_format=torch.channels_last" in on.source
     assert "channels_last" not in off.source
     assert default_knobs("cuda")["LAYOUT_CONV"] == 1  # as torch.compile runs convolutions
+
+
+def test_reductions_of_a_channels_last_convolution_walk_memory_order(
+    gen_problems: Traced, run_checks: Callable[[list[dict[str, Any]], str], dict[str, Any]]
+) -> None:
+    problem, traces = gen_problems["conv_reductions"]
+    variants = {
+        "off": {"LAYOUT_CONV": 0},
+        "on": {"LAYOUT_CONV": 1},
+        "on-split": {"LAYOUT_CONV": 1, "SPLIT_COL": 8, "SPLIT_R": 8},
+        "on-looped": {"LAYOUT_CONV": 1, "PERSISTENT_MAX": 16, "BLOCK_R": 16, "ROWS": 4},
+    }
+    generated = {
+        label: generate(problem.definition, traces, default_knobs("cpu") | knobs, "cpu", label)
+        for label, knobs in variants.items()
+    }
+    assert "memory_format=torch.channels_last" in generated["on"].source
+    assert generated["on-split"].split, generated["on-split"].summary()
+    sources = {("conv_reductions", label): g.source for label, g in generated.items()}
+    assert_match_reference(gen_problems, run_checks, "cpu", sources)
+
+
+def _kernel_spaces(traced: Traced, name: str, layout: bool) -> list[Space]:
+    """The spaces of the kernels of the problem's first workload, LAYOUT_CONV on or off."""
+    op_graph = traced[name][1].workloads[0].graph
+    assert op_graph is not None
+    graph = build_graph(op_graph)
+    if layout:
+        channels_last_convs(graph, convertible_convs(graph))
+    knobs = default_knobs("cpu")
+    sched = schedule_graph(graph, lambda space: launch_for(space, knobs, "cpu"))
+    spaces = [s.space for s in sched.steps if isinstance(s, KernelStep)]
+    return [s for s in spaces if isinstance(s, Space)]
+
+
+def test_the_walk_follows_a_channels_last_convolution(gen_problems: Traced) -> None:
+    def reductions(layout: bool) -> dict[tuple[str, tuple[int, ...]], Space]:
+        """Each reduction's (op, dims): the space of the kernel that computes it."""
+        spaces = _kernel_spaces(gen_problems, "conv_reductions", layout)
+        op_graph = gen_problems["conv_reductions"][1].workloads[0].graph
+        assert op_graph is not None
+        graph = build_graph(op_graph)
+        return {
+            (node.reduce_op, node.dims): next(
+                s
+                for s in spaces
+                if (s.shape, s.dims) == (tuple(graph.meta(node.args[0]).shape), node.dims)
+            )
+            for node in graph.nodes.values()
+            if node.kind == Kind.REDUCTION
+        }
+
+    nchw, nhwc = reductions(False), reductions(True)
+    # NCHW: the mean over H, W is the row plan, the softmax over C the column plan (its
+    # columns the H * W positions); walked channels-last they swap, so the fast axis of each
+    # tile is the contiguous one: the channels (6) for the mean, the row itself for the max.
+    mean, amax, total, best = ("sum", (2, 3)), ("max", (1,)), ("sum", (1, 2, 3)), ("argmax", (1,))
+    assert (nchw[mean].column, nchw[amax].column) == (False, True)
+    assert (nhwc[mean].column, nhwc[mean].inner, nhwc[mean].order) == (True, 6, (0, 2, 3, 1))
+    assert (nhwc[amax].column, nhwc[amax].order) == (False, (0, 2, 3, 1))
+    assert nhwc[total].order == (0, 2, 3, 1)  # over C, H, W: any order sums the same
+    assert nhwc[best].order == (0, 2, 3, 1)  # over C alone: its index is unchanged
+    assert all(space.order == () for space in nchw.values())
+    # An epilogue (a pointwise kernel) reads the channels contiguously too.
+    [epilogue] = _kernel_spaces(gen_problems, "conv_relu_scale", True)
+    assert (epilogue.is_reduction, epilogue.order) == (False, (0, 2, 3, 1))
+    assert _kernel_spaces(gen_problems, "conv_relu_scale", False)[0].order == ()
