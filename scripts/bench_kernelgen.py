@@ -53,6 +53,7 @@ VARIANTS: dict[str, dict[str, int]] = {
     "gen-cublas": {"FUSE_GEMM": 0},
     "gen-tf32": {"DOT_PRECISION": 1},
     "gen-rows1": {"ROWS": 1, "NUM_WARPS_RED": 4},
+    "gen-nchw": {"LAYOUT_CONV": 0},
 }
 LOCK = Path(tempfile.gettempdir()) / "kernelarc-bench-gpu.lock"
 

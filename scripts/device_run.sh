@@ -16,7 +16,8 @@
 #   hostile   the hostile GPU suite alone (part of `tests`): $OUT/gpu_tests_hostile.log
 #   kernelgen the kernel generator's gpu tests, then scripts/bench_kernelgen.py on the problem dirs
 #             in KG_PROBLEMS (default .kb/*, converted KernelBench problems carried there) for
-#             KG_TIME seconds (default 300) with KG_JOBS workers: $OUT/kernelgen.{json,md,log}
+#             KG_TIME seconds (default 300) with KG_JOBS workers: $OUT/kernelgen.{json,md,log};
+#             KG_ARGS extra options (e.g. "--variants gen-default,gen-nchw")
 #   reach     the kernel generator's reach on the GPU: scripts/bench_kernelgen.py --check-only on
 #             REACH_PROBLEMS (default .kb/*) at REACH_WORKLOADS (default workload_gpu.jsonl,
 #             KernelBench's sizes), every workload checked, nothing timed, REACH_JOBS workers
@@ -101,7 +102,7 @@ stage_kernelgen() {
   # shellcheck disable=SC2086  # KG_PROBLEMS is a glob of problem dirs
   timeout $((time_s + 90)) python3 scripts/bench_kernelgen.py ${KG_PROBLEMS:-.kb/*} \
     --device "${KG_DEVICE:-cuda}" --workloads "${KG_WORKLOADS:-workload_gpu.jsonl}" --jobs "${KG_JOBS:-6}" \
-    --total-time-s "$time_s" --json "$OUT/kernelgen.json" --markdown "$OUT/kernelgen.md" \
+    --total-time-s "$time_s" --json "$OUT/kernelgen.json" --markdown "$OUT/kernelgen.md" ${KG_ARGS:-} \
     > "$OUT/kernelgen.log" 2>&1
   echo "bench_kernelgen exit status: $?"; tail -3 "$OUT/kernelgen.log"; cat "$OUT/kernelgen.md"
 }

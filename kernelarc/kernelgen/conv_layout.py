@@ -3,14 +3,19 @@
 Place in the flow: `generate` finds the `convertible_convs(graph)` after building the graph
 and, when the knob is on, declares them with `channels_last_convs` before scheduling. cuDNN's
 tensor-core convolutions want NHWC; on NCHW inputs it transposes internally or picks slower
-kernels (the measured gap: torch.compile, which converts convolutions to channels-last, was
-about 2x faster than the generator's NCHW calls on KernelBench's convolutions,
-docs/benchmarks.md). A convolution qualifies when its output
-feeds only fused kernels: its buffer is then declared channels-last, the kernels that read it
-index it with those strides, and the solution calls it with channels-last input and weight
-(`solution_source`), so cuDNN returns channels-last and nothing is copied back. A convolution
-whose output is a graph output, or is read by a torch call or a view (a `view` of a
-channels-last tensor may not exist), keeps the traced layout.
+kernels. A convolution's output buffer is then declared channels-last, the kernels that read it
+index it with those strides and walk it in memory order (`memory_order`, `Space.order`), and
+the solution calls it with channels-last input and weight (`solution_source`), so cuDNN returns
+channels-last and nothing is copied back.
+
+Which ones, measured (H100, KernelBench level 2, `scripts/bench_kernelgen.py` variants
+gen-default and gen-nchw, docs/benchmarks.md): a 2-d convolution whose output is only reduced
+(a mean over H, W; a min over C) is 1.15-1.3x faster channels-last; one whose output a
+pointwise epilogue writes back NCHW (a graph output) is 2x slower (the epilogue becomes a
+transpose), and through a view or a pooling's taps no faster; 3-d and transposed 3-d ones were
+no faster or slower (cuDNN's NDHWC kernels). So a convolution qualifies when it is 4-d and
+every path from its output runs through same-shape pointwise ops into reductions that walk it
+in memory order, none of them a graph output.
 """
 
 from kernelarc.kernelgen.graph_ir import Graph, Kind, Ref
@@ -40,14 +45,46 @@ def convertible_convs(graph: Graph) -> list[str]:
     for node in graph.nodes.values():
         if node.target != CONVOLUTION or node.kind != Kind.EXTERN or node.multi_output:
             continue
-        if len(node.metas) != 1 or node.metas[0] is None or len(node.meta.shape) not in (4, 5):
+        if len(node.metas) != 1 or node.metas[0] is None or len(node.meta.shape) != 4:
             continue
         readers = graph.users.get(node.name, set())
         if node.name in outputs or not readers:
             continue
-        if all(graph.nodes[r].kind in _INDEXED_READERS for r in readers):
+        if not all(graph.nodes[r].kind in _INDEXED_READERS for r in readers):
+            continue
+        metas = node.metas
+        channels_last_convs(graph, [node.name])  # tried, then undone
+        if _only_reduced(graph, node.name, outputs):
             found.append(node.name)
+        node.metas, node.channels_last = metas, False
     return found
+
+
+def _only_reduced(graph: Graph, conv: str, outputs: set[str]) -> bool:
+    """Whether every path from the (channels-last) `conv` runs through same-shape pointwise
+    nodes, none a graph output, into reductions that walk it in memory order (whose outputs,
+    reduced, may be graph outputs)."""
+    shape = tuple(graph.nodes[conv].meta.shape)
+    stack, seen = [conv], set()
+    while stack:
+        name = stack.pop()
+        for user in graph.users.get(name, set()):
+            node = graph.nodes[user]
+            if user in seen:
+                continue
+            seen.add(user)
+            if node.kind == Kind.REDUCTION:  # its output (an output or not) is the small one
+                if not memory_order(graph, user):
+                    return False
+            elif (
+                node.kind == Kind.POINTWISE
+                and tuple(node.meta.shape) == shape
+                and user not in outputs
+            ):
+                stack.append(user)
+            else:
+                return False
+    return True
 
 
 def channels_last_convs(graph: Graph, names: list[str]) -> None:

@@ -278,11 +278,11 @@ PROBLEMS: dict[str, Problem] = {
         ),
         [_w("n1", {"N": 1}), _w("n2", {"N": 2})],
     ),
-    # Reductions of a convolution's output, which LAYOUT_CONV makes channels-last: the kernels
-    # walk it in memory order (conv_layout.memory_order): a mean over H, W (the column plan
-    # over contiguous channels), a softmax over C (the row plan), a sum over C, H, W, an argmax
-    # over C (its index counts C alone), a variance over H, W, and the conv output's GELU as
-    # an output of its own (stored NCHW from the channels-last walk).
+    # Reductions of a convolution's output, which LAYOUT_CONV makes channels-last (only
+    # reductions read it): the kernels walk it in memory order (conv_layout.memory_order): a
+    # mean of its GELU over H, W (the column plan over contiguous channels), a logsumexp over C
+    # (the row plan), a sum over C, H, W, an argmax over C (its index counts C alone), a
+    # variance over H, W, a min over C that is itself an output.
     "conv_reductions": (
         _definition(
             "conv_reductions",
@@ -298,20 +298,22 @@ PROBLEMS: dict[str, Problem] = {
             {"x": _t(["N", "C", "S", "S"]), "w": _t(["O", "C", "K", "K"]), "b": _t(["O"])},
             {
                 "pooled": _t(["N", "O"]),
-                "soft": _t(["N", "O", "R", "R"]),
+                "lse": _t(["N", "R", "R"]),
                 "total": _t(["N"]),
                 "best": _t(["N", "R", "R"], "int64"),
                 "spread": _t(["N", "O", "one", "one"]),
+                "low": _t(["N", "one", "R", "R"]),
             },
             "import torch\nimport torch.nn.functional as F\n\n"
             "def run(x, w, b):\n"
             "    y = F.conv2d(x, w, b)\n"
             "    pooled = F.gelu(y).mean(dim=(2, 3))\n"
-            "    soft = torch.softmax(y * 2.0, dim=1)\n"
+            "    lse = torch.logsumexp(y * 2.0, dim=1)\n"
             "    total = torch.tanh(y).sum(dim=(1, 2, 3))\n"
             "    best = torch.argmax(y, dim=1)\n"
             "    spread = torch.var(y, dim=(2, 3), keepdim=True)\n"
-            "    return pooled, soft, total, best, spread\n",
+            "    low = torch.amin(y, dim=1, keepdim=True)\n"
+            "    return pooled, lse, total, best, spread, low\n",
         ),
         [_w("n1", {"N": 1}), _w("n3", {"N": 3})],
     ),

@@ -13,6 +13,7 @@ from kernelarc.kernelgen.conv_layout import (
     channels_last_convs,
     channels_last_strides,
     convertible_convs,
+    memory_order,
 )
 from kernelarc.kernelgen.graph_build import build_graph
 from kernelarc.kernelgen.graph_ir import Kind, Ref
@@ -33,17 +34,22 @@ def test_channels_last_strides_are_torchs(shape: tuple[int, ...]) -> None:
     )
 
 
-def test_a_convolution_read_by_kernels_is_converted_an_output_is_not(
+def test_only_a_convolution_whose_output_is_only_reduced_is_converted(
     gen_problems: Traced,
 ) -> None:
-    problem, traces = gen_problems["conv_relu_scale"]
+    problem, traces = gen_problems["conv_reductions"]
     op_graph = traces.workloads[0].graph
     assert op_graph is not None
     graph = build_graph(op_graph)
     [conv] = convertible_convs(graph)
     assert graph.nodes[conv].target == "aten.convolution.default"
+    assert not graph.nodes[conv].channels_last  # tried, then undone
     graph.outputs = [*graph.outputs, Ref(conv)]  # now also an output: keeps the traced layout
     assert convertible_convs(graph) == []
+    # An epilogue writing the output back NCHW would be a transpose: not converted.
+    epilogue = gen_problems["conv_relu_scale"][1].workloads[0].graph
+    assert epilogue is not None
+    assert convertible_convs(build_graph(epilogue)) == []
 
     on = generate(problem.definition, traces, default_knobs("cpu") | {"LAYOUT_CONV": 1}, "cpu", "x")
     off = generate(
@@ -106,7 +112,7 @@ def test_the_walk_follows_a_channels_last_convolution(gen_problems: Traced) -> N
         }
 
     nchw, nhwc = reductions(False), reductions(True)
-    # NCHW: the mean over H, W is the row plan, the softmax over C the column plan (its
+    # NCHW: the mean over H, W is the row plan, the logsumexp over C the column plan (its
     # columns the H * W positions); walked channels-last they swap, so the fast axis of each
     # tile is the contiguous one: the channels (6) for the mean, the row itself for the max.
     mean, amax, total, best = ("sum", (2, 3)), ("max", (1,)), ("sum", (1, 2, 3)), ("argmax", (1,))
@@ -116,7 +122,11 @@ def test_the_walk_follows_a_channels_last_convolution(gen_problems: Traced) -> N
     assert nhwc[total].order == (0, 2, 3, 1)  # over C, H, W: any order sums the same
     assert nhwc[best].order == (0, 2, 3, 1)  # over C alone: its index is unchanged
     assert all(space.order == () for space in nchw.values())
-    # An epilogue (a pointwise kernel) reads the channels contiguously too.
-    [epilogue] = _kernel_spaces(gen_problems, "conv_relu_scale", True)
-    assert (epilogue.is_reduction, epilogue.order) == (False, (0, 2, 3, 1))
-    assert _kernel_spaces(gen_problems, "conv_relu_scale", False)[0].order == ()
+    # A pointwise node over the channels-last output (the GELU the mean reads) walks it in
+    # memory order too, were it a kernel of its own.
+    op_graph = gen_problems["conv_reductions"][1].workloads[0].graph
+    assert op_graph is not None
+    graph = build_graph(op_graph)
+    channels_last_convs(graph, convertible_convs(graph))
+    gelu = next(n for n in graph.nodes.values() if n.target == "aten.erf.default")
+    assert memory_order(graph, gelu.name) == (0, 2, 3, 1)
