@@ -46,6 +46,7 @@ from kernelarc.kernelgen.knobs import (
     KNOB_VALUES,
     POINTWISE_KNOBS,
     REDUCTION_KNOBS,
+    TILE_KNOBS,
     Device,
     GenKnobs,
     default_knobs,
@@ -211,6 +212,8 @@ def _kernel_kind(step: KernelStep) -> str:
         return "gemm"
     if step.space.column:
         return "column"
+    if step.space.tiled:
+        return "tile"
     return "reduction" if step.space.is_reduction else "pointwise"
 
 
@@ -223,6 +226,8 @@ def relevant_knobs(generated: Generated) -> tuple[str, ...]:
         names.extend(REDUCTION_KNOBS)
     if "column" in generated.kinds:
         names.extend(n for n in COLUMN_KNOBS if n not in names)
+    if "tile" in generated.kinds:
+        names.extend(n for n in TILE_KNOBS if n not in names)
     if generated.splittable:
         names.append("SPLIT_R")
     if generated.column_splittable:

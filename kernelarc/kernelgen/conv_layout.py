@@ -10,15 +10,16 @@ channels-last and nothing is copied back.
 
 Which ones, measured (H100, KernelBench level 2, `scripts/bench_kernelgen.py` variants
 gen-default and gen-nchw, docs/benchmarks.md): a 2-d convolution whose output is only reduced
-(a mean over H, W; a min over C) is 1.15-1.3x faster channels-last; one whose output a
-pointwise epilogue writes back NCHW (a graph output) is 2x slower (the epilogue becomes a
-transpose), and through a view or a pooling's taps no faster; 3-d and transposed 3-d ones were
-no faster or slower (cuDNN's NDHWC kernels). So a convolution qualifies when it is 4-d and
-every path from its output runs through same-shape pointwise ops into reductions that walk it
-in memory order, none of them a graph output.
+(a mean over H, W; a min over C) was 1.15-1.3x faster channels-last; one whose pointwise
+epilogue wrote NCHW back from a flat walk was 2x slower (the epilogue is a transpose; it is
+now a tile kernel, `Space.tiled`); through a reshaping view (GroupNorm's groups) it is read
+across the channels; 3-d and transposed 3-d ones were no faster or slower (cuDNN's NDHWC
+kernels). So a convolution qualifies when it is 4-d and every path from its output runs
+through pointwise ops and views that keep its rank, batch and channels into reductions that
+walk it in memory order, or into outputs.
 """
 
-from kernelarc.kernelgen.graph_ir import Graph, Kind, Ref
+from kernelarc.kernelgen.graph_ir import Graph, Kind, Node, Ref
 
 CONVOLUTION = "aten.convolution.default"
 #: The kinds of node that read their operands by index in a fused kernel (any strides).
@@ -54,16 +55,16 @@ def convertible_convs(graph: Graph) -> list[str]:
             continue
         metas = node.metas
         channels_last_convs(graph, [node.name])  # tried, then undone
-        if _only_reduced(graph, node.name, outputs):
+        if _read_in_planes(graph, node.name):
             found.append(node.name)
         node.metas, node.channels_last = metas, False
     return found
 
 
-def _only_reduced(graph: Graph, conv: str, outputs: set[str]) -> bool:
-    """Whether every path from the (channels-last) `conv` runs through same-shape pointwise
-    nodes, none a graph output, into reductions that walk it in memory order (whose outputs,
-    reduced, may be graph outputs)."""
+def _read_in_planes(graph: Graph, conv: str) -> bool:
+    """Whether every path from the (channels-last) `conv` runs through pointwise ops and views
+    that keep its rank, batch and channels (tile kernels read them: `Space.tiled`) and ends
+    in reductions that walk it in memory order, or in outputs."""
     shape = tuple(graph.nodes[conv].meta.shape)
     stack, seen = [conv], set()
     while stack:
@@ -76,15 +77,17 @@ def _only_reduced(graph: Graph, conv: str, outputs: set[str]) -> bool:
             if node.kind == Kind.REDUCTION:  # its output (an output or not) is the small one
                 if not memory_order(graph, user):
                     return False
-            elif (
-                node.kind == Kind.POINTWISE
-                and tuple(node.meta.shape) == shape
-                and user not in outputs
-            ):
+            elif node.kind in (Kind.POINTWISE, Kind.VIEW) and _same_planes(node, shape):
                 stack.append(user)
             else:
                 return False
     return True
+
+
+def _same_planes(node: Node, shape: tuple[int, ...]) -> bool:
+    """The node keeps the rank, batch and channels of `shape`."""
+    mine = tuple(node.meta.shape)
+    return len(mine) == len(shape) and mine[:2] == shape[:2]
 
 
 def channels_last_convs(graph: Graph, names: list[str]) -> None:

@@ -141,6 +141,8 @@ class KernelEmitter(ValueEmitter):
         """A reduction or scan this kernel computes: over its space, read where it lives (a
         reduction at the kernel's row, a scan at its own element)."""
         source_shape = tuple(self.graph.meta(node.args[0]).shape)
+        if self.space.tiled:
+            raise NeedMaterialize(node.name, f"{node.kind} in a tile kernel (no whole rows)")
         if source_shape != self.space.shape or node.dims != self.space.dims:
             msg = f"{node.kind} over {source_shape}/{node.dims} in space {self.space.shape}"
             raise NeedMaterialize(node.name, msg)
@@ -373,6 +375,8 @@ class KernelEmitter(ValueEmitter):
         params = [*self.pointers.values(), *self.scalars.values()]
         params += ["XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
         tiles = -(-self.space.inner // self.launch.xblock) if self.space.column else 1
+        if self.space.tiled:
+            tiles = -(-self.space.rnumel // self.launch.rblock)
         body = index_prologue(self.space, self.launch.persistent, tiles, wide)
         body.extend(self.kernel.lines)
         lines = ["@triton.jit", f"def {self.name}({', '.join(params)}):"]
@@ -380,7 +384,7 @@ class KernelEmitter(ValueEmitter):
         if self.space.column:
             grid = self.space.ynumel * tiles
         else:
-            grid = max(1, -(-self.space.xnumel // self.launch.xblock))
+            grid = max(1, -(-self.space.xnumel // self.launch.xblock)) * tiles
         return KernelSource(
             name=self.name,
             source=source,

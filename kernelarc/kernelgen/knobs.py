@@ -18,6 +18,7 @@ workload of a problem.
 | COL_X | contiguous columns per program of column reductions (over a dim that is not the last) |
 | COL_R | rows of the reduced axis per loop step of column reductions (more when COL_X is cut) |
 | SPLIT_COL | partials per output when a column reduction with few programs is split; 0: off |
+| TILE_X, TILE_R | tile kernels (an epilogue from channels-last to NCHW): channels x positions |
 | VAR_ONEPASS | 1: mean and variance of the same rows in one pass (Welford); 0: two passes |
 | FUSE_GEMM | 1: matmuls are Triton GEMM kernels with their epilogues fused; 0: cuBLAS calls |
 | BLOCK_M, BLOCK_N, BLOCK_K | GEMM tile |
@@ -53,6 +54,9 @@ KNOB_VALUES: Mapping[str, Mapping[Device, tuple[int, ...]]] = {
     "COL_X": {"cuda": (128, 64, 256, 32, 512), "cpu": (1024, 64)},
     "COL_R": {"cuda": (16, 8, 32, 64, 4), "cpu": (64, 8)},
     "SPLIT_COL": {"cuda": (32, 8, 128, 0), "cpu": (0, 8)},
+    # Tile kernels (an epilogue from channels-last to NCHW): channels x spatial positions.
+    "TILE_X": {"cuda": (32, 64, 16, 128), "cpu": (64, 16)},
+    "TILE_R": {"cuda": (64, 32, 128, 16), "cpu": (256, 16)},
     # One read of a looped norm's rows for its statistics instead of two (2 reads, not 3).
     "VAR_ONEPASS": {"cuda": (1, 0), "cpu": (1, 0)},
     "FUSE_GEMM": {"cuda": (1, 0), "cpu": (1, 0)},
@@ -70,6 +74,7 @@ KNOB_VALUES: Mapping[str, Mapping[Device, tuple[int, ...]]] = {
 POINTWISE_KNOBS = ("BLOCK_X", "NUM_WARPS")
 REDUCTION_KNOBS = ("ROWS", "BLOCK_R", "PERSISTENT_MAX", "NUM_WARPS_RED")
 COLUMN_KNOBS = ("COL_X", "COL_R", "NUM_WARPS_RED")
+TILE_KNOBS = ("TILE_X", "TILE_R", "NUM_WARPS")
 GEMM_KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "NUM_WARPS_MM", "NUM_STAGES")
 PRECISIONS = ("ieee", "tf32", "tf32x3")
 
@@ -124,6 +129,11 @@ def launch_for(space: Space | GemmSpace, knobs: GenKnobs, device: Device) -> Lau
         block = min(knobs["BLOCK_X"], next_pow2(space.xnumel))
         warps = max(1, min(knobs["NUM_WARPS"], block // 64))
         return Launch(xblock=block, num_warps=warps)
+    if space.tiled:
+        xblock = min(knobs["TILE_X"], next_pow2(space.xnumel))
+        rblock = min(knobs["TILE_R"], next_pow2(space.rnumel))
+        warps = max(1, min(knobs["NUM_WARPS"], (xblock * rblock) // 128))
+        return Launch(xblock=xblock, rblock=rblock, persistent=True, num_warps=warps)
     if space.column:
         return _column_launch(space, knobs, device)
     row = next_pow2(space.rnumel)

@@ -273,7 +273,10 @@ def _space_for(graph: Graph, root: Ref, materialized: set[str]) -> AnySpace:
                 raise NeedMaterialize(matmuls[-1], f"{root.node} does not fit its output")
             return space
         inner, boundary = _region(graph, root.node, materialized)
-        return Space(tuple(node.meta.shape), (), memory_order(graph, root.node, inner, boundary))
+        shape = tuple(node.meta.shape)
+        if memory_order(graph, root.node, inner, boundary):  # reads a channels-last conv
+            return Space(shape, tuple(range(2, len(shape))), tiled=True)
+        return Space(shape)
     best = max(
         reductions,
         key=lambda n: (

@@ -49,6 +49,13 @@ class Space:
     follows memory; kept dims always stay in order (a reduction's output is stored row-major
     over them)."""
 
+    tiled: bool = False
+    """A pointwise kernel on 2-d tiles (`Kind` "tile"): `xindex` over the leading dims (batch,
+    channels), `rindex` over `dims` (the spatial ones), nothing reduced, one [XBLOCK, RBLOCK]
+    tile per program. For an epilogue that reads a channels-last convolution and writes NCHW:
+    its loads are contiguous along x, its stores along r, and Triton moves the tile between
+    the two layouts through shared memory (a transpose that reads and writes whole lines)."""
+
     def walk(self) -> tuple[int, ...]:
         """The dims from outermost to innermost as the kernel walks them."""
         return self.order or tuple(range(len(self.shape)))
@@ -179,9 +186,18 @@ class GemmSpace:
 
 def index_prologue(space: Space, persistent: bool, tiles: int, wide: bool) -> list[str]:
     """A pointwise or reduction kernel's first lines: its index variables and their masks
-    (`tiles`: programs per column tile row, for the column plan; `wide`: 64-bit indices)."""
+    (`tiles`: programs per column tile row for the column plan, r tiles per x tile for a tiled
+    space; `wide`: 64-bit indices)."""
     body = []
     pid = "tl.program_id(0).to(tl.int64)" if wide else "tl.program_id(0)"
+    if space.tiled:
+        # One program per (x tile, r tile); `tiles`: r tiles per x tile.
+        body.append(f"pid = {pid}")
+        body.append(f"xindex = (pid // {tiles}) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
+        body.append(f"xmask = xindex < {space.xnumel}")
+        body.append(f"rindex = (pid % {tiles}) * RBLOCK + tl.arange(0, RBLOCK)[None, :]")
+        body.append(f"rmask = rindex < {space.rnumel}")
+        return body
     if space.column:
         # One program per (outer kept position, XBLOCK-wide tile of the inner ones).
         body.append(f"pid = {pid}")

@@ -267,16 +267,39 @@ PROBLEMS: dict[str, Problem] = {
                 "S": {"type": "const", "value": 10},
                 "R": {"type": "const", "value": 8},
                 "K": {"type": "const", "value": 3},
+                "P": {"type": "const", "value": 4},
             },
             {"x": _t(["N", "C", "S", "S"]), "w": _t(["O", "C", "K", "K"]), "b": _t(["O"])},
-            {"y": _t(["N", "O", "R", "R"])},
+            {"y": _t(["N", "O", "R", "R"]), "pooled": _t(["N", "O", "P", "P"])},
             "import torch\nimport torch.nn.functional as F\n\n"
             "def run(x, w, b):\n"
             "    scale = torch.tensor([1.0, 0.5, 2.0, -1.0])\n"
-            "    y = torch.relu(F.conv2d(x, w, b))\n"
-            "    return y * scale.to(y.device)[None, :, None, None]\n",
+            "    y = torch.relu(F.conv2d(x, w, b)) * scale.to(x.device)[None, :, None, None]\n"
+            "    return y, F.avg_pool2d(torch.tanh(y), 2)\n",
         ),
         [_w("n1", {"N": 1}), _w("n2", {"N": 2})],
+    ),
+    # A convolution read across its channels (GroupNorm-style groups through a reshape): it
+    # keeps the NCHW layout under LAYOUT_CONV.
+    "conv_groups": (
+        _definition(
+            "conv_groups",
+            {
+                "N": {"type": "var"},
+                "C": {"type": "const", "value": 3},
+                "O": {"type": "const", "value": 4},
+                "S": {"type": "const", "value": 6},
+                "R": {"type": "const", "value": 4},
+                "K": {"type": "const", "value": 3},
+            },
+            {"x": _t(["N", "C", "S", "S"]), "w": _t(["O", "C", "K", "K"])},
+            {"y": _t(["N", "O", "R", "R"])},
+            "import torch\nimport torch.nn.functional as F\n\n"
+            "def run(x, w):\n"
+            "    g = F.conv2d(x, w).view(x.shape[0], 2, -1)\n"
+            "    return (g - g.mean(dim=-1, keepdim=True)).view(x.shape[0], 4, 4, 4)\n",
+        ),
+        [_w("n2", {"N": 2})],
     ),
     # Reductions of a convolution's output, which LAYOUT_CONV makes channels-last (only
     # reductions read it): the kernels walk it in memory order (conv_layout.memory_order): a

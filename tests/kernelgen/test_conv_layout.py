@@ -34,30 +34,37 @@ def test_channels_last_strides_are_torchs(shape: tuple[int, ...]) -> None:
     )
 
 
-def test_only_a_convolution_whose_output_is_only_reduced_is_converted(
-    gen_problems: Traced,
-) -> None:
-    problem, traces = gen_problems["conv_reductions"]
-    op_graph = traces.workloads[0].graph
+def test_a_convolution_read_in_its_planes_is_converted(gen_problems: Traced) -> None:
+    def convertible(name: str) -> list[str]:
+        op_graph = gen_problems[name][1].workloads[0].graph
+        assert op_graph is not None
+        graph = build_graph(op_graph)
+        found = convertible_convs(graph)
+        assert not any(n.channels_last for n in graph.nodes.values())  # tried, then undone
+        return [graph.nodes[n].target for n in found]
+
+    # Only reduced (in memory order), or an epilogue (and a pooling of it) writing NCHW: the
+    # epilogue becomes a tile kernel; read across its channels through a reshape: not.
+    assert convertible("conv_reductions") == ["aten.convolution.default"]
+    assert convertible("conv_relu_scale") == ["aten.convolution.default"]
+    assert convertible("conv_groups") == []
+    op_graph = gen_problems["conv_reductions"][1].workloads[0].graph
     assert op_graph is not None
     graph = build_graph(op_graph)
     [conv] = convertible_convs(graph)
-    assert graph.nodes[conv].target == "aten.convolution.default"
-    assert not graph.nodes[conv].channels_last  # tried, then undone
     graph.outputs = [*graph.outputs, Ref(conv)]  # now also an output: keeps the traced layout
     assert convertible_convs(graph) == []
-    # An epilogue writing the output back NCHW would be a transpose: not converted.
-    epilogue = gen_problems["conv_relu_scale"][1].workloads[0].graph
-    assert epilogue is not None
-    assert convertible_convs(build_graph(epilogue)) == []
 
+    problem, traces = gen_problems["conv_relu_scale"]
     on = generate(problem.definition, traces, default_knobs("cpu") | {"LAYOUT_CONV": 1}, "cpu", "x")
     off = generate(
         problem.definition, traces, default_knobs("cpu") | {"LAYOUT_CONV": 0}, "cpu", "x"
     )
-    assert "LAYOUT_CONV" in relevant_knobs(on)
+    assert {"LAYOUT_CONV", "TILE_X", "TILE_R"} <= set(relevant_knobs(on))
     assert "memory_format=torch.channels_last" in on.source
-    assert "channels_last" not in off.source
+    # The epilogue storing y is a tile kernel; the pooling reads y, stored NCHW, as usual.
+    assert on.kinds == frozenset({"tile", "pointwise"}), on.summary()
+    assert "channels_last" not in off.source and off.kinds == frozenset({"pointwise"})
     assert default_knobs("cuda")["LAYOUT_CONV"] == 1  # as torch.compile runs convolutions
 
 
@@ -122,11 +129,32 @@ def test_the_walk_follows_a_channels_last_convolution(gen_problems: Traced) -> N
     assert nhwc[total].order == (0, 2, 3, 1)  # over C, H, W: any order sums the same
     assert nhwc[best].order == (0, 2, 3, 1)  # over C alone: its index is unchanged
     assert all(space.order == () for space in nchw.values())
-    # A pointwise node over the channels-last output (the GELU the mean reads) walks it in
-    # memory order too, were it a kernel of its own.
+    # A pointwise node over the channels-last output (the GELU the mean reads) would read it
+    # in memory order too; an epilogue is a tile kernel: x over (N, C), r over (H, W).
     op_graph = gen_problems["conv_reductions"][1].workloads[0].graph
     assert op_graph is not None
     graph = build_graph(op_graph)
     channels_last_convs(graph, convertible_convs(graph))
     gelu = next(n for n in graph.nodes.values() if n.target == "aten.erf.default")
     assert memory_order(graph, gelu.name) == (0, 2, 3, 1)
+    tiles = [s for s in _kernel_spaces(gen_problems, "conv_relu_scale", True) if s.tiled]
+    assert tiles and all(s.dims == (2, 3) for s in tiles)
+    assert not any(s.tiled for s in _kernel_spaces(gen_problems, "conv_relu_scale", False))
+
+
+def test_tile_kernels_match_the_reference(
+    gen_problems: Traced, run_checks: Callable[[list[dict[str, Any]], str], dict[str, Any]]
+) -> None:
+    problem, traces = gen_problems["conv_relu_scale"]
+    variants = {
+        "tile": {"LAYOUT_CONV": 1},
+        "small-tiles": {"LAYOUT_CONV": 1, "TILE_X": 16, "TILE_R": 16},  # ragged tiles: masks
+    }
+    sources = {
+        ("conv_relu_scale", label): generate(
+            problem.definition, traces, default_knobs("cpu") | knobs, "cpu", label
+        ).source
+        for label, knobs in variants.items()
+    }
+    assert all("tl.arange(0, XBLOCK)[:, None]" in source for source in sources.values())
+    assert_match_reference(gen_problems, run_checks, "cpu", sources)
