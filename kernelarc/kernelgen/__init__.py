@@ -37,7 +37,11 @@ Why an own generator rather than Inductor's Triton or a Helion config search (is
 from collections import Counter
 from dataclasses import dataclass
 
-from kernelarc.kernelgen.conv_layout import channels_last_convs, convertible_convs
+from kernelarc.kernelgen.conv_layout import (
+    channels_last_convs,
+    convertible_convs,
+    peel_conv_biases,
+)
 from kernelarc.kernelgen.graph_build import build_graph
 from kernelarc.kernelgen.graph_ir import MATMUL_TARGETS, GenerationError
 from kernelarc.kernelgen.knobs import (
@@ -108,6 +112,8 @@ class Generated:
     """The graph computes a variance (the VAR_ONEPASS knob matters)."""
     convolutions: bool = False
     """Some convolution could run channels-last (the LAYOUT_CONV knob matters)."""
+    conv_biases: bool = False
+    """Some convolution's bias could be added in the kernels (FUSE_CONV_BIAS matters)."""
 
     def summary(self) -> str:
         """One line: kernels, torch calls, split reductions, coverage."""
@@ -138,6 +144,7 @@ def generate(
     notes: list[str] = []
     split: tuple[str, ...] = ()
     splittable = column_splittable = variances = convolutions = False
+    biases: list[str] = []
     for traced in traces.workloads:
         if traced.graph is None:
             skipped.append(f"{traced.uuid}: trace failed: {traced.error}")
@@ -145,6 +152,7 @@ def generate(
         try:
             one_pass = bool(knobs.get("VAR_ONEPASS", 1))
             graph = build_graph(traced.graph, one_pass_variance=one_pass)
+            biases = peel_conv_biases(graph, bool(knobs.get("FUSE_CONV_BIAS", 1))) or biases
             convertible = convertible_convs(graph)
             convolutions = convolutions or bool(convertible)
             if knobs.get("LAYOUT_CONV", 0):
@@ -204,6 +212,7 @@ def generate(
         passes=passes,
         variances=variances,
         convolutions=convolutions,
+        conv_biases=bool(biases),
     )
 
 
@@ -236,6 +245,8 @@ def relevant_knobs(generated: Generated) -> tuple[str, ...]:
         names.append("VAR_ONEPASS")
     if generated.convolutions:
         names.append("LAYOUT_CONV")
+    if generated.conv_biases:
+        names.append("FUSE_CONV_BIAS")
     if generated.matmuls:
         names.append("FUSE_GEMM")
         names.extend(GEMM_KNOBS)

@@ -19,7 +19,7 @@ through pointwise ops and views that keep its rank, batch and channels into redu
 walk it in memory order, or into outputs.
 """
 
-from kernelarc.kernelgen.graph_ir import Graph, Kind, Node, Ref
+from kernelarc.kernelgen.graph_ir import Graph, Kind, Node, Ref, contiguous, index_users
 
 CONVOLUTION = "aten.convolution.default"
 #: The kinds of node that read their operands by index in a fused kernel (any strides).
@@ -162,3 +162,47 @@ def _reach(graph: Graph, reduction: str) -> tuple[set[str], set[str]]:
         region.add(name)
         stack.extend(ref.node for ref in node.refs())
     return region, reads
+
+
+def peel_conv_biases(graph: Graph, apply: bool = True) -> list[str]:
+    """Take the bias out of each convolution whose output only fused kernels read (not an
+    output; the FUSE_CONV_BIAS knob): cuDNN is slower with a bias (Inductor's convolution
+    lowering peels it off on GPUs for that reason), while a broadcast add in the kernels that
+    read the output costs no extra pass. The add takes the convolution's name, so its readers
+    stay as they were. Returns the convolutions peeled (with `apply` off: that would be)."""
+    outputs = {o.node for o in graph.outputs if isinstance(o, Ref)}
+    peeled: list[str] = []
+    for name, node in list(graph.nodes.items()):
+        if node.target != CONVOLUTION or node.kind != Kind.EXTERN or node.multi_output:
+            continue
+        bias = node.args[2] if len(node.args) > 2 else None
+        readers = graph.users.get(name, set())
+        if not isinstance(bias, Ref) or name in outputs or not readers or len(node.metas) != 1:
+            continue
+        if not all(graph.nodes[r].kind in _INDEXED_READERS for r in readers):
+            continue
+        if not apply:
+            peeled.append(name)
+            continue
+        meta = node.meta
+        args = (*node.args[:2], None, *node.args[3:])
+        conv = Node(
+            graph.fresh(name), node.target, Kind.EXTERN, args, dict(node.kwargs), node.metas
+        )
+        shape = [1, meta.shape[1]] + [1] * (len(meta.shape) - 2)
+        view_meta = contiguous(shape, graph.meta(bias).dtype)
+        view = Node(
+            graph.fresh(name), "aten.view.default", Kind.VIEW, (bias, shape), {}, (view_meta,)
+        )
+        add_args = (Ref(conv.name), Ref(view.name))
+        add_meta = contiguous(meta.shape, meta.dtype)
+        add = Node(name, "aten.add.Tensor", Kind.POINTWISE, add_args, {}, (add_meta,))
+        graph.nodes = {
+            new.name: new
+            for key, old in graph.nodes.items()
+            for new in ([conv, view, add] if key == name else [old])
+        }
+        peeled.append(conv.name)
+    if peeled and apply:
+        index_users(graph)
+    return peeled

@@ -21,6 +21,8 @@ workload of a problem.
 | TILE_X, TILE_R | tile kernels (an epilogue from channels-last to NCHW): channels x positions |
 | VAR_ONEPASS | 1: mean and variance of the same rows in one pass (Welford); 0: two passes |
 | FUSE_GEMM | 1: matmuls are Triton GEMM kernels with their epilogues fused; 0: cuBLAS calls |
+| FUSE_CONV_BIAS | 1: a convolution's bias is added in the kernels that read its output |
+| LAYOUT_CONV | 1: convolutions read only in their planes run channels-last (`conv_layout`) |
 | BLOCK_M, BLOCK_N, BLOCK_K | GEMM tile |
 | GROUP_M | GEMM tiles along M sharing B tiles in L2 |
 | NUM_WARPS_MM, NUM_STAGES | GEMM warps and pipeline stages (that fit: `fit_stages`) |
@@ -60,6 +62,8 @@ KNOB_VALUES: Mapping[str, Mapping[Device, tuple[int, ...]]] = {
     # One read of a looped norm's rows for its statistics instead of two (2 reads, not 3).
     "VAR_ONEPASS": {"cuda": (1, 0), "cpu": (1, 0)},
     "FUSE_GEMM": {"cuda": (1, 0), "cpu": (1, 0)},
+    # A convolution's bias added in the kernels reading its output, not by cuDNN.
+    "FUSE_CONV_BIAS": {"cuda": (1, 0), "cpu": (1, 0)},
     "BLOCK_M": {"cuda": (128, 64, 256, 32), "cpu": (64,)},
     "BLOCK_N": {"cuda": (128, 64, 256, 32), "cpu": (64,)},
     "BLOCK_K": {"cuda": (64, 32, 128), "cpu": (64,)},

@@ -8,12 +8,13 @@ import pytest
 import torch
 from reference_check import assert_match_reference
 
-from kernelarc.kernelgen import default_knobs, generate, relevant_knobs
+from kernelarc.kernelgen import Generated, default_knobs, generate, relevant_knobs
 from kernelarc.kernelgen.conv_layout import (
     channels_last_convs,
     channels_last_strides,
     convertible_convs,
     memory_order,
+    peel_conv_biases,
 )
 from kernelarc.kernelgen.graph_build import build_graph
 from kernelarc.kernelgen.graph_ir import Kind, Ref
@@ -158,3 +159,27 @@ def test_tile_kernels_match_the_reference(
     }
     assert all("tl.arange(0, XBLOCK)[:, None]" in source for source in sources.values())
     assert_match_reference(gen_problems, run_checks, "cpu", sources)
+
+
+def test_a_convolutions_bias_is_added_in_the_kernels_that_read_it(gen_problems: Traced) -> None:
+    problem, traces = gen_problems["conv_relu_scale"]
+
+    def call(knobs: dict[str, int]) -> tuple[str, Generated]:
+        generated = generate(problem.definition, traces, default_knobs("cpu") | knobs, "cpu", "x")
+        [line] = [line for line in generated.source.splitlines() if "aten.convolution" in line][:1]
+        return line, generated
+
+    peeled, on = call({"FUSE_CONV_BIAS": 1})
+    kept, _ = call({"FUSE_CONV_BIAS": 0})
+    assert "None, [1, 1]" in peeled and "None, [1, 1]" not in kept
+    assert "FUSE_CONV_BIAS" in relevant_knobs(on)
+    # Graph outputs and convolutions without a bias keep the call as it was.
+    op_graph = traces.workloads[0].graph
+    assert op_graph is not None
+    graph = build_graph(op_graph)
+    [conv] = [n.name for n in graph.nodes.values() if n.target == "aten.convolution.default"]
+    graph.outputs = [*graph.outputs, Ref(conv)]
+    assert peel_conv_biases(graph) == []
+    groups = gen_problems["conv_groups"][1].workloads[0].graph
+    assert groups is not None
+    assert peel_conv_biases(build_graph(groups)) == []
