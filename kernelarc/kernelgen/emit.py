@@ -340,7 +340,8 @@ class KernelEmitter(ValueEmitter):
         value = as_dtype(source, dtype)
         ident = "1" if node.reduce_op == "cumprod" else "0"
         full = f"tl.where(xmask & rmask, {value}, {ident})"
-        return self.assign(f"tl.{node.reduce_op}({full}, axis=1)", dtype, tile)
+        reverse = ", reverse=True" if node.reverse else ""
+        return self.assign(f"tl.{node.reduce_op}({full}, axis=1{reverse})", dtype, tile)
 
     def _finish(self, node: Node, tile: Val) -> Val:
         """The [XBLOCK, 1] result of reducing a masked tile (or a loop's accumulator)."""

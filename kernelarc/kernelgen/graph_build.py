@@ -27,6 +27,7 @@ from kernelarc.kernelgen.graph_ir import (
     Node,
     OtherArg,
     Ref,
+    contiguous,
     index_users,
 )
 from kernelarc.kernelgen.index_expr import Lin
@@ -92,6 +93,11 @@ def build_graph(op_graph: OpGraph, *, one_pass_variance: bool = True) -> Graph:
         if lowered is not None:
             alias[raw.name] = lowered
             continue
+        rewritten = _reverse_scan(graph, raw.name, raw.target, args, raw.outputs)
+        rewritten = rewritten or _exclusive_scan(graph, raw.name, raw.target, args, raw.outputs)
+        if rewritten is not None:
+            alias[raw.name] = rewritten
+            continue
         kind = _kind(raw.target, raw.outputs, raw.multi)
         node = Node(raw.name, raw.target, kind, args, kwargs, tuple(raw.outputs))
         node.multi_output = raw.multi
@@ -131,6 +137,84 @@ def _as_scan(graph: Graph, node: Node) -> None:
     node.kind = Kind.SCAN
     node.reduce_op = SCAN_TARGETS[node.target]
     node.dims = (dim,)
+
+
+_FLIPS = frozenset({"aten.flip.default", "prims.rev.default"})
+
+
+def _reverse_scan(
+    graph: Graph, name: str, target: str, args: tuple[Any, ...], outputs: list[Any]
+) -> Ref | None:
+    """`flip(scan(flip(x, d), d), d)` (PyTorch's spelling of a scan from the row's end) as
+    one reverse scan of x, added under the outer flip's name; None for anything else."""
+    if target not in _FLIPS or len(args) < 2 or not isinstance(args[0], Ref):
+        return None
+    scan = graph.nodes.get(args[0].node)
+    if scan is None or scan.kind != Kind.SCAN or scan.reverse or args[0].index is not None:
+        return None
+    inner = scan.args[0]
+    flipped = graph.nodes.get(inner.node) if isinstance(inner, Ref) else None
+    if flipped is None or flipped.target not in _FLIPS or not isinstance(flipped.args[0], Ref):
+        return None
+    rank = len(scan.meta.shape)
+    if not all(_flip_dims(a, rank) == set(scan.dims) for a in (args[1], flipped.args[1])):
+        return None
+    node = Node(
+        name,
+        scan.target,
+        Kind.SCAN,
+        (flipped.args[0], *scan.args[1:]),
+        dict(scan.kwargs),
+        tuple(outputs),
+    )
+    node.reduce_op, node.dims, node.reverse = scan.reduce_op, scan.dims, True
+    return graph.add(node)
+
+
+_SCAN_IDENTITY = {"cumsum": 0.0, "cumprod": 1.0}
+
+
+def _exclusive_scan(
+    graph: Graph, name: str, target: str, args: tuple[Any, ...], outputs: list[Any]
+) -> Ref | None:
+    """`cat([identity, scan(x[..., :-1])], d)` (an exclusive scan: each position the scan of
+    those before it) as one scan of `cat([identity, x[..., :-1]], d)`, added under the cat's
+    name, so no kernel reads the scan at a shifted position; None for anything else."""
+    if target != "aten.cat.default" or not args or not isinstance(args[0], list | tuple):
+        return None
+    pieces = args[0]
+    if len(pieces) != 2 or not all(isinstance(p, Ref) and p.index is None for p in pieces):
+        return None
+    first, scan = graph.nodes.get(pieces[0].node), graph.nodes.get(pieces[1].node)
+    if first is None or scan is None or scan.kind != Kind.SCAN or scan.reverse:
+        return None
+    rank = len(scan.meta.shape)
+    dim = int(args[1]) % rank if len(args) > 1 and isinstance(args[1], int) else 0
+    source = scan.args[0]
+    if scan.dims != (dim,) or not isinstance(source, Ref) or first.target != "aten.full.default":
+        return None
+    dtypes = {first.meta.dtype, scan.meta.dtype, graph.meta(source).dtype}
+    length = scan.meta.shape[dim] + 1
+    if first.meta.shape[dim] != 1 or len(dtypes) != 1 or length > MAX_SCAN_ROW:
+        return None
+    if first.args[1] != _SCAN_IDENTITY[scan.reduce_op]:
+        return None
+    shape = [*scan.meta.shape[:dim], length, *scan.meta.shape[dim + 1 :]]
+    cat_args = ([pieces[0], source], dim)
+    cat_meta = contiguous(shape, scan.meta.dtype)
+    cat = Node(graph.fresh(name), target, Kind.PIECEWISE, cat_args, {}, (cat_meta,))
+    graph.add(cat)
+    operands = (Ref(cat.name), *scan.args[1:])
+    node = Node(name, scan.target, Kind.SCAN, operands, dict(scan.kwargs), tuple(outputs))
+    node.reduce_op, node.dims = scan.reduce_op, scan.dims
+    return graph.add(node)
+
+
+def _flip_dims(dims: Any, rank: int) -> set[int]:
+    """The dims a flip reverses (empty when they are not a list of ints)."""
+    if not isinstance(dims, list | tuple) or not all(isinstance(d, int) for d in dims):
+        return set()
+    return {d % rank for d in dims}
 
 
 def _gatherable(graph: Graph, node: Node) -> bool:

@@ -121,6 +121,8 @@ class Node:
     """The op returns a tuple (edges name an output index)."""
     channels_last: bool = False
     """A convolution called with channels-last operands (its output meta says so too)."""
+    reverse: bool = False
+    """For scans: from the row's end (x.flip(d).cumsum(d).flip(d), found by the builder)."""
 
     @property
     def meta(self) -> TensorMeta:

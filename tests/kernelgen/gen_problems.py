@@ -479,10 +479,16 @@ PROBLEMS: dict[str, Problem] = {
                 "d": _t(["B", "N"]),
                 "e": _t(["B", "N"]),
                 "o": _t(["B", "N"]),
+                "f": _t(["B", "N"]),
+                "g": _t(["B", "N"]),
+                "h": _t(["B", "N"]),
             },
             "import torch\n\n"
             "def run(x):\n"
             "    xf = x.float()\n"
+            "    f = torch.cat([torch.zeros_like(xf[:, :1]), xf[:, :-1].cumsum(-1)], dim=-1)\n"
+            "    g = torch.cat([torch.ones_like(xf[:, :1]), (1 + xf[:, :-1] / 8).cumprod(1)], 1)\n"
+            "    h = torch.cat([torch.full_like(xf[:, :1], 2.0), xf[:, :-1].cumsum(-1)], dim=-1)\n"
             "    a = (torch.cumsum(torch.exp(xf) * 0.5, dim=-1) - 1.0).to(torch.bfloat16)\n"
             "    p = torch.cumprod(1.0 + 0.01 * xf, dim=1)\n"
             "    r = torch.cumsum(xf.flip(-1), dim=-1).flip(-1)\n"
@@ -490,7 +496,7 @@ PROBLEMS: dict[str, Problem] = {
             "    d = torch.cumsum(xf, dim=0)\n"
             "    e = torch.cumsum(xf[:, :1].expand(-1, 37) * 2.0, dim=-1)\n"
             "    o = torch.ones_like(xf).cumsum(-1) + xf\n"
-            "    return a, p, r, c, d, e, o\n",
+            "    return a, p, r, c, d, e, o, f, g, h\n",
         ),
         [_w("b3", {"B": 3}), _w("b9", {"B": 9})],
     ),

@@ -10,6 +10,8 @@ from reference_check import assert_match_reference
 
 from kernelarc.guard.static_rules import blocking, scan_solution
 from kernelarc.kernelgen import Generated, GenerationError, default_knobs, generate
+from kernelarc.kernelgen.graph_build import build_graph
+from kernelarc.kernelgen.graph_ir import Kind
 from kernelarc.kernelgen.knobs import MAX_KERNEL_LOADS
 from kernelarc.problems.files import Problem
 from kernelarc.schema import BuildSpec, Language, Solution, SourceFile, TargetHardware
@@ -107,6 +109,18 @@ def test_what_is_fused(gen_problems: Traced) -> None:
     # Scans over the last dim are row kernels; over the first dim a torch call.
     scans = _generate(gen_problems, "scans", {})
     assert scans.externs == ("aten.cumsum.default",) and "reduction" in scans.kinds
+    # flip(cumsum(flip(x))) is one scan from the row's end; cat([0, cumsum(x[:, :-1])]) and
+    # cat([1, cumprod(..)]) one scan of the shifted row; cat([2, ...]) is not an exclusive scan.
+    assert "reverse=True" in scans.source
+    op_graph = gen_problems["scans"][1].workloads[0].graph
+    assert op_graph is not None
+    graph = build_graph(op_graph)
+    shifted = [
+        n.reduce_op
+        for n in graph.nodes.values()
+        if n.kind == Kind.SCAN and graph.node(n.args[0]).target == "aten.cat.default"
+    ]
+    assert sorted(shifted) == ["cumprod", "cumsum"]
     # Depthwise convolutions are taps in the kernels, with their SiLU and ReLU.
     depthwise = _generate(gen_problems, "depthwise", {})
     assert (depthwise.externs, depthwise.kinds) == ((), frozenset({"pointwise"}))
