@@ -201,16 +201,5 @@ IFS=, read -r -a stages <<< "$STAGES"
 for stage in "${stages[@]}"; do
   if declare -F "stage_$stage" >/dev/null; then "stage_$stage"; else echo "unknown stage $stage"; exit 2; fi
 done
-# The device tool brings back at most 8 files from $OUT: past that, the stages' JSON and
-# markdown summaries stay as they are (up to 7) and everything else goes into $OUT/rest.tgz.
-bundle_outputs() {
-  local count keep
-  count=$(find "$OUT" -maxdepth 1 -type f | wc -l)
-  [ "$count" -le 8 ] && return
-  keep=$(cd "$OUT" && ls -1 -- *.json *.md 2>/dev/null | head -7)
-  (cd "$OUT" && find . -maxdepth 1 -type f ! -name rest.tgz -printf '%f\n' | grep -vxF "$keep" \
-    | tar -czf rest.tgz -T - --remove-files)
-  echo "outputs: $(echo "$keep" | tr '\n' ' ')kept; the rest in rest.tgz"
-}
-bundle_outputs
-
+# The device tool brings back at most 8 files from $OUT (scripts/bundle_outputs.sh).
+./scripts/bundle_outputs.sh "$OUT"
