@@ -56,6 +56,8 @@ VARIANTS: dict[str, dict[str, int]] = {
     # Convolutions' layout forced either way (the CUDA default is nhwc where it qualifies).
     "gen-nchw": {"LAYOUT_CONV": 0},
     "gen-nhwc": {"LAYOUT_CONV": 1},
+    # A convolution's bias added by cuDNN, not in the kernels reading its output.
+    "gen-cudnn-bias": {"FUSE_CONV_BIAS": 0},
 }
 #: Timed when --variants is not given.
 DEFAULT_VARIANTS = ("gen-default", "gen-cublas", "gen-tf32", "gen-rows1")
