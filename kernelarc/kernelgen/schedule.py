@@ -284,17 +284,23 @@ def _space_for(graph: Graph, root: Ref, materialized: set[str]) -> AnySpace:
             list(graph.nodes).index(n),
         ),
     )
-    rows = _row_space(graph, best, materialized)
+    rows = _row_space(graph, best, materialized, root.node)
     if rows.store_index(tuple(node.meta.shape)) is None:
         raise NeedMaterialize(best, f"{root.node} does not fit the space of {best}")
     return rows
 
 
-def _row_space(graph: Graph, reduction: str, materialized: set[str]) -> Space:
-    """The space of a kernel computing `reduction` (a reduction or a scan), walked in memory
-    order when it reads a channels-last convolution (`memory_order`)."""
+def _row_space(
+    graph: Graph, reduction: str, materialized: set[str], root: str | None = None
+) -> Space:
+    """The space of a kernel computing `reduction` (a reduction or a scan) for `root` (default:
+    the reduction itself), walked in memory order when it reads a channels-last convolution
+    (`memory_order`). Every node the root's kernel computes counts for the arg-reduction rule:
+    an argmax beside the reduction is computed in the same walk."""
     node = graph.nodes[reduction]
     inner, boundary = _region(graph, reduction, materialized)
+    if root is not None and root != reduction:
+        inner = inner | _region(graph, root, materialized)[0]
     order = memory_order(graph, reduction, inner, boundary)
     return Space(tuple(graph.meta(node.args[0]).shape), node.dims, order)
 

@@ -345,7 +345,20 @@ def as_dtype(val: Val, dtype: str) -> str:
     """`val` converted to `dtype` (as source)."""
     if val.dtype == dtype:
         return val.code
+    if _is_literal(val.code):  # a Python number has no `.to`: a typed 0-d tensor instead
+        return f"tl.full([], {val.code}, {TL_DTYPE[dtype]})"
     return f"({val.code}).to({TL_DTYPE[dtype]})"
+
+
+def _is_literal(code: str) -> bool:
+    """A Python number literal (`0`, `-1.5`, `float("inf")`)."""
+    if code.startswith('float("') and code.endswith('")'):
+        return True
+    try:
+        float(code)
+    except ValueError:
+        return False
+    return True
 
 
 def _and(a: Predicate | None, b: Predicate | None) -> Predicate | None:
