@@ -77,6 +77,8 @@ class TrackerRuns:
         self.parent_run_id: str | None = None
         """The campaign's run id, once it was created or found."""
         self._agent_runs: dict[str, str] = {}
+        self.recovered: dict[str, str] = {}
+        """Agent runs `reopen` found in the store under the parent but not in the ledger."""
 
     @property
     def agent_runs(self) -> dict[str, str]:
@@ -85,10 +87,10 @@ class TrackerRuns:
             return dict(self._agent_runs)
 
     def adopt(self, experiment_id: str | None, parent: str, agent_runs: Mapping[str, str]) -> None:
-        """Take over the runs a resumed campaign reopened."""
+        """Take over the runs a resumed campaign reopened (and those `reopen` recovered)."""
         self.experiment_id, self.parent_run_id = experiment_id, parent
         with self._lock:
-            self._agent_runs = dict(agent_runs)
+            self._agent_runs = {**self.recovered, **agent_runs}
 
     def open(self) -> bool:
         """Create the experiment and the parent run (params, config.yaml); True on success."""
@@ -143,10 +145,42 @@ class TrackerRuns:
             return True
         if run.info.lifecycle_stage != "active":
             return False
-        for run_id in [parent, *agent_runs.values()]:
+        self.recovered = self._unlisted_agent_runs(run.info.experiment_id, parent, agent_runs)
+        for run_id in [parent, *agent_runs.values(), *self.recovered.values()]:
             reopen = partial(calls.client.update_run, run_id, status="RUNNING")
             calls.required(f"reopen run {run_id}", reopen)
         return True
+
+    def _unlisted_agent_runs(
+        self, experiment_id: str, parent: str, listed: Mapping[str, str]
+    ) -> dict[str, str]:
+        """Agent runs of the campaign run `parent` that the store has and the ledger lacks: a
+        campaign killed between creating an agent's run and noting it. Reused on resume (and
+        noted now), not made a second time. Empty when the store cannot say."""
+        calls = self._calls
+        query = (
+            f"tags.`{keys.PARENT_RUN_ID}` = '{parent}' and tags.`{keys.KIND}` = '{keys.KIND_AGENT}'"
+        )
+        runs = calls.call(
+            "look up the campaign's agent runs",
+            lambda: calls.client.search_runs([experiment_id], filter_string=query),
+        )
+        found: dict[str, str] = {}
+        for found_run in runs or []:
+            agent = found_run.data.tags.get(keys.AGENT)
+            if agent and agent not in listed and agent not in found:
+                found[agent] = found_run.info.run_id
+                calls.note(
+                    RunEntry(
+                        kind="agent",
+                        uri=calls.uri,
+                        experiment_id=experiment_id,
+                        run_id=found_run.info.run_id,
+                        agent=agent,
+                        parent_run_id=parent,
+                    )
+                )
+        return found
 
     def agent_run(self, agent: str, strategy: str) -> str | None:
         """The run of `agent`, created (tagged with its strategy) on its first attempt; None if

@@ -319,3 +319,52 @@ def test_resumed_campaign_continues_its_runs(
     # Best-so-far went on from the replayed attempts (2.0 at steps 3 and 4), nothing twice.
     _check_complete(client, parent_id, attempts)
     assert not sync_run_dir(run_dir, sqlite_uri).changed
+
+
+def test_a_resume_reuses_an_agent_run_the_ledger_never_noted(
+    sqlite_uri: str, tmp_path: Path, make_attempt: MakeAttempt
+) -> None:
+    """Killed between creating an agent's run in the store and noting it in the ledger: the
+    resumed campaign finds the run under its campaign run instead of making a second one."""
+    run_dir = tmp_path / "run"
+    first = MlflowTracker(sqlite_uri, "unnoted", run_dir=run_dir)
+    campaign = _campaign(run_dir, first)
+    attempts = _attempts(make_attempt)
+    for attempt in attempts[:3]:
+        campaign.record_attempt(attempt)
+    first.flush()
+    parent_id = first.parent_run_id
+    assert parent_id is not None and first.agent_run_ids
+    ledger = run_dir / LEDGER_FILE
+    kept = [
+        line for line in ledger.read_text().splitlines() if json.loads(line).get("kind") != "agent"
+    ]
+    assert len(kept) < len(ledger.read_text().splitlines())  # the agent runs were noted
+    ledger.write_text("".join(line + "\n" for line in kept))
+
+    second = MlflowTracker(sqlite_uri, "unnoted", run_dir=run_dir)
+    second.resume_campaign(
+        "outage",
+        params={"seed": "0", "budget.candidates": "6"},
+        tags={keys.PROBLEM: "axpby_h1024", keys.RUN_DIR: str(run_dir)},
+        config_yaml=CONFIG_YAML,
+        attempts=read_attempts(run_dir / "attempts.jsonl"),
+    )
+    assert second.parent_run_id == parent_id
+    assert second.agent_run_ids == first.agent_run_ids
+    campaign.tracker = second
+    for attempt in attempts[3:]:
+        campaign.record_attempt(attempt)
+    campaign.end()
+    client = MlflowClient(tracking_uri=sqlite_uri)
+    experiment = client.get_experiment_by_name("unnoted")
+    assert experiment is not None
+    agents = [
+        r
+        for r in client.search_runs([experiment.experiment_id])
+        if r.data.tags.get(keys.KIND) == keys.KIND_AGENT
+    ]
+    names = [r.data.tags[keys.AGENT] for r in agents]
+    assert len(names) == len(set(names)), names  # one run per agent, none doubled
+    assert {r.info.run_id for r in agents} == set(second.agent_run_ids.values())
+    assert set(first.agent_run_ids.items()) <= set(second.agent_run_ids.items())
