@@ -5,8 +5,11 @@ at every workload by `python -m kernelarc.tracing`, see `traces.py`), asks `gene
 solution source at one knob setting, and proposes it. Pure: no torch, no triton imported here;
 the generated source imports them when it runs in the sandbox.
 
-Pipeline per workload graph: decode and lower (`graph_ir`), declare the convolutions that run
-channels-last (`conv_layout`, the LAYOUT_CONV knob), split reductions with few outputs and long
+Pipeline per workload graph: decode and lower (`graph_ir`; a reverse or exclusive cumsum is one
+scan), take the convolutions' biases into the kernels that read them and declare the
+convolutions that run channels-last (`conv_layout`, the FUSE_CONV_BIAS and LAYOUT_CONV knobs:
+kernels reading them walk memory order, `Space.order`, and an epilogue writing NCHW is a tile
+kernel, `Space.tiled`), split reductions with few outputs and long
 rows in two stages (`split_reductions`), schedule into torch calls and fused kernels
 (`schedule`, `emit`; a reduction over a dim that is not the last runs the column plan of
 `space`; a cumsum or cumprod over the last dim is a row kernel on whole rows; embedding
@@ -29,9 +32,10 @@ Why an own generator rather than Inductor's Triton or a Helion config search (is
 - Measured against torch.compile (docs/benchmarks.md, "Kernel generator vs eager and
   torch.compile"): at least as fast on 19 of 37 KernelBench problems on an H200, slower on
   convolutions, max pooling and a few reductions; the team keeps the compiler agent for those.
-  Since then pooling and depthwise convolutions are fused taps (`kernelarc.tracing`), and the
-  convolutions left to cuDNN run channels-last (LAYOUT_CONV), as torch.compile runs them; none
-  of the three has been timed on a GPU yet.
+  Since then pooling and depthwise convolutions are fused taps (`kernelarc.tracing`): on an
+  H100 depthwise convolutions 2.1-21x, 3-d poolings 1.25-1.81x, 1-d poolings 0.80-0.84x; the
+  convolutions left to cuDNN, channels-last where the kernels can read them so, 0.54-0.88x
+  (their bias peeling not timed yet).
 """
 
 from collections import Counter
