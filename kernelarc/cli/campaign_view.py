@@ -282,7 +282,7 @@ def print_summary(
     finished = summary.status == "FINISHED"
     stopped_early = finished and summary.attempts < cfg.budget.candidates
     if stopped_early and summary.stop_reason in ("agents_done", ""):
-        names = ", ".join(idle)
+        names = ", ".join(sorted(idle))  # agents report from their own threads
         verb = "does" if len(idle) == 1 else "do"
         idle_note = f"; {names} {verb} not apply to this problem (see above)" if idle else ""
         say(
