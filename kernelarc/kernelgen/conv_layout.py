@@ -44,14 +44,7 @@ def convertible_convs(graph: Graph) -> list[str]:
     outputs = {o.node for o in graph.outputs if isinstance(o, Ref)}
     found = []
     for node in graph.nodes.values():
-        if node.target != CONVOLUTION or node.kind != Kind.EXTERN or node.multi_output:
-            continue
-        if len(node.metas) != 1 or node.metas[0] is None or len(node.meta.shape) != 4:
-            continue
-        readers = graph.users.get(node.name, set())
-        if node.name in outputs or not readers:
-            continue
-        if not all(graph.nodes[r].kind in _INDEXED_READERS for r in readers):
+        if not _read_by_kernels_only(graph, node, outputs) or len(node.meta.shape) != 4:
             continue
         metas = node.metas
         channels_last_convs(graph, [node.name])  # tried, then undone
@@ -59,6 +52,17 @@ def convertible_convs(graph: Graph) -> list[str]:
             found.append(node.name)
         node.metas, node.channels_last = metas, False
     return found
+
+
+def _read_by_kernels_only(graph: Graph, node: Node, outputs: set[str]) -> bool:
+    """`node` is a convolution with one tensor output, not a graph output, read only by fused
+    kernels (which index it with any strides), and by at least one."""
+    if node.target != CONVOLUTION or node.kind != Kind.EXTERN or node.multi_output:
+        return False
+    if len(node.metas) != 1 or node.metas[0] is None or node.name in outputs:
+        return False
+    readers = graph.users.get(node.name, set())
+    return bool(readers) and all(graph.nodes[r].kind in _INDEXED_READERS for r in readers)
 
 
 def _read_in_planes(graph: Graph, conv: str) -> bool:
@@ -173,13 +177,8 @@ def peel_conv_biases(graph: Graph, apply: bool = True) -> list[str]:
     outputs = {o.node for o in graph.outputs if isinstance(o, Ref)}
     peeled: list[str] = []
     for name, node in list(graph.nodes.items()):
-        if node.target != CONVOLUTION or node.kind != Kind.EXTERN or node.multi_output:
-            continue
         bias = node.args[2] if len(node.args) > 2 else None
-        readers = graph.users.get(name, set())
-        if not isinstance(bias, Ref) or name in outputs or not readers or len(node.metas) != 1:
-            continue
-        if not all(graph.nodes[r].kind in _INDEXED_READERS for r in readers):
+        if not isinstance(bias, Ref) or not _read_by_kernels_only(graph, node, outputs):
             continue
         if not apply:
             peeled.append(name)
