@@ -8,26 +8,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from gen_problems import PROBLEMS, write_problem
+from gen_problems import PROBLEMS, trace_dirs, write_problem
 
 from kernelarc.problems.files import Problem, load_problem
 from kernelarc.schema.op_graph import TraceSet
 
 CHECKER = Path(__file__).with_name("gen_check.py")
-
-# One tracer process for all test problems (torch and Inductor import once); the product's
-# own path, one subprocess per problem with a cache, is tested in test_traces.py.
-_TRACE_ALL = """
-import sys
-from pathlib import Path
-from kernelarc.problems.files import load_definition, load_workloads
-from kernelarc.tracing.fx_trace import trace_problem
-for directory in sys.argv[1:]:
-    d = Path(directory)
-    definition = load_definition(d / "definition.json")
-    traced = trace_problem(definition, load_workloads(d / "workload.jsonl", definition))
-    (d / "traces.json").write_text(traced.model_dump_json())
-"""
 
 
 @pytest.fixture(scope="session")
@@ -35,10 +21,7 @@ def gen_problems(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Pr
     """Every test problem with its traced graphs."""
     root = tmp_path_factory.mktemp("gen_problems")
     dirs = [write_problem(root, name) for name in PROBLEMS]
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-    subprocess.run(
-        [sys.executable, "-c", _TRACE_ALL, *map(str, dirs)], check=True, env=env, timeout=900
-    )
+    trace_dirs(dirs)
     return {
         d.name: (load_problem(d), TraceSet.model_validate_json((d / "traces.json").read_text()))
         for d in dirs

@@ -6,6 +6,9 @@ them is matched by a hand-written Triton template.
 """
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -583,11 +586,34 @@ PROBLEMS: dict[str, Problem] = {
 }
 
 
-def write_problem(root: Path, name: str) -> Path:
-    """The problem dir of PROBLEMS[name] under `root`."""
-    definition, workloads = PROBLEMS[name]
+def write_problem(root: Path, name: str, problem: Problem | None = None) -> Path:
+    """The problem dir of `problem` (default PROBLEMS[name]) under `root`, named `name`."""
+    definition, workloads = problem if problem is not None else PROBLEMS[name]
     target = root / name
     target.mkdir(parents=True, exist_ok=True)
     (target / "definition.json").write_text(json.dumps(definition, indent=1))
     (target / "workload.jsonl").write_text("".join(json.dumps(w) + "\n" for w in workloads))
     return target
+
+
+# One tracer process for all test problems (torch and Inductor import once); the product's
+# own path, one subprocess per problem with a cache, is tested in test_traces.py.
+_TRACE_ALL = """
+import sys
+from pathlib import Path
+from kernelarc.problems.files import load_definition, load_workloads
+from kernelarc.tracing.fx_trace import trace_problem
+for directory in sys.argv[1:]:
+    d = Path(directory)
+    definition = load_definition(d / "definition.json")
+    traced = trace_problem(definition, load_workloads(d / "workload.jsonl", definition))
+    (d / "traces.json").write_text(traced.model_dump_json())
+"""
+
+
+def trace_dirs(dirs: list[Path]) -> None:
+    """Trace every problem dir (its traces.json beside it) in one subprocess, on the CPU."""
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    subprocess.run(
+        [sys.executable, "-c", _TRACE_ALL, *map(str, dirs)], check=True, env=env, timeout=900
+    )

@@ -4,15 +4,11 @@ graph_build (`_reverse_scan`, `_exclusive_scan`): small problems written here (n
 gen_problems.py), traced once per module as conftest.py's `gen_problems` does, generated at
 several knob settings and checked against their reference under Triton's interpreter."""
 
-import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from gen_problems import _definition, _t, _w
+from gen_problems import _definition, _t, _w, trace_dirs, write_problem
 from reference_check import assert_match_reference
 
 from kernelarc.kernelgen import Generated, default_knobs, generate
@@ -389,34 +385,12 @@ PROBLEMS: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {
     ),
 }
 
-# Trace every problem in one process, as conftest.py's `gen_problems` does.
-_TRACE_ALL = """
-import sys
-from pathlib import Path
-from kernelarc.problems.files import load_definition, load_workloads
-from kernelarc.tracing.fx_trace import trace_problem
-for directory in sys.argv[1:]:
-    d = Path(directory)
-    definition = load_definition(d / "definition.json")
-    traced = trace_problem(definition, load_workloads(d / "workload.jsonl", definition))
-    (d / "traces.json").write_text(traced.model_dump_json())
-"""
-
 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> Traced:
     root = tmp_path_factory.mktemp("hostile_problems")
-    dirs = []
-    for name, (definition, workloads) in PROBLEMS.items():
-        target = root / name
-        target.mkdir()
-        (target / "definition.json").write_text(json.dumps(definition, indent=1))
-        (target / "workload.jsonl").write_text("".join(json.dumps(w) + "\n" for w in workloads))
-        dirs.append(target)
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-    subprocess.run(
-        [sys.executable, "-c", _TRACE_ALL, *map(str, dirs)], check=True, env=env, timeout=900
-    )
+    dirs = [write_problem(root, name, problem) for name, problem in PROBLEMS.items()]
+    trace_dirs(dirs)
     return {
         d.name: (load_problem(d), TraceSet.model_validate_json((d / "traces.json").read_text()))
         for d in dirs
