@@ -71,6 +71,33 @@ def _campaign(run_dir: Path, tracker: MlflowTracker) -> LoopSide:
     )
 
 
+def _killed_after_three(
+    uri: str, experiment: str, run_dir: Path, make_attempt: MakeAttempt
+) -> tuple[MlflowTracker, LoopSide, list[Attempt]]:
+    """A campaign that recorded 3 of its attempts and was killed (no finish): its tracker
+    flushed what the killed process had sent before it died."""
+    first = MlflowTracker(uri, experiment, run_dir=run_dir)
+    campaign = _campaign(run_dir, first)
+    attempts = _attempts(make_attempt)
+    for attempt in attempts[:3]:
+        campaign.record_attempt(attempt)
+    first.flush()
+    return first, campaign, attempts
+
+
+def _resume(uri: str, experiment: str, run_dir: Path) -> MlflowTracker:
+    """A new tracker resuming the campaign of `run_dir` (as `kernelarc resume` does)."""
+    tracker = MlflowTracker(uri, experiment, run_dir=run_dir)
+    tracker.resume_campaign(
+        "outage",
+        params={"seed": "0", "budget.candidates": "6"},
+        tags={keys.PROBLEM: "axpby_h1024", keys.RUN_DIR: str(run_dir)},
+        config_yaml=CONFIG_YAML,
+        attempts=read_attempts(run_dir / "attempts.jsonl"),
+    )
+    return tracker
+
+
 def _steps(client: MlflowClient, run_id: str, key: str) -> list[int]:
     """Every logged step, duplicates included, sorted."""
     return sorted(m.step for m in client.get_metric_history(run_id, key))
@@ -289,23 +316,11 @@ def test_resumed_campaign_continues_its_runs(
 ) -> None:
     """A campaign killed after 3 attempts (no finish), then resumed from its run dir."""
     run_dir = tmp_path / "run"
-    first = MlflowTracker(sqlite_uri, "resumed", run_dir=run_dir)
-    campaign = _campaign(run_dir, first)
-    attempts = _attempts(make_attempt)
-    for attempt in attempts[:3]:
-        campaign.record_attempt(attempt)
-    first.flush()  # what the killed process had sent before it died
+    first, campaign, attempts = _killed_after_three(sqlite_uri, "resumed", run_dir, make_attempt)
     parent_id = first.parent_run_id
     assert parent_id is not None
 
-    second = MlflowTracker(sqlite_uri, "resumed", run_dir=run_dir)
-    second.resume_campaign(
-        "outage",
-        params={"seed": "0", "budget.candidates": "6"},
-        tags={keys.PROBLEM: "axpby_h1024", keys.RUN_DIR: str(run_dir)},
-        config_yaml=CONFIG_YAML,
-        attempts=read_attempts(run_dir / "attempts.jsonl"),
-    )
+    second = _resume(sqlite_uri, "resumed", run_dir)
     assert second.parent_run_id == parent_id
     assert second.campaign_uid == first.campaign_uid
     assert second.agent_run_ids == first.agent_run_ids
@@ -327,12 +342,7 @@ def test_a_resume_reuses_an_agent_run_the_ledger_never_noted(
     """Killed between creating an agent's run in the store and noting it in the ledger: the
     resumed campaign finds the run under its campaign run instead of making a second one."""
     run_dir = tmp_path / "run"
-    first = MlflowTracker(sqlite_uri, "unnoted", run_dir=run_dir)
-    campaign = _campaign(run_dir, first)
-    attempts = _attempts(make_attempt)
-    for attempt in attempts[:3]:
-        campaign.record_attempt(attempt)
-    first.flush()
+    first, campaign, attempts = _killed_after_three(sqlite_uri, "unnoted", run_dir, make_attempt)
     parent_id = first.parent_run_id
     assert parent_id is not None and first.agent_run_ids
     ledger = run_dir / LEDGER_FILE
@@ -342,14 +352,7 @@ def test_a_resume_reuses_an_agent_run_the_ledger_never_noted(
     assert len(kept) < len(ledger.read_text().splitlines())  # the agent runs were noted
     ledger.write_text("".join(line + "\n" for line in kept))
 
-    second = MlflowTracker(sqlite_uri, "unnoted", run_dir=run_dir)
-    second.resume_campaign(
-        "outage",
-        params={"seed": "0", "budget.candidates": "6"},
-        tags={keys.PROBLEM: "axpby_h1024", keys.RUN_DIR: str(run_dir)},
-        config_yaml=CONFIG_YAML,
-        attempts=read_attempts(run_dir / "attempts.jsonl"),
-    )
+    second = _resume(sqlite_uri, "unnoted", run_dir)
     assert second.parent_run_id == parent_id
     assert second.agent_run_ids == first.agent_run_ids
     campaign.tracker = second
