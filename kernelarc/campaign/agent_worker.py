@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager
 from kernelarc.agents import Agent, AgentContext, AnchoringAgent
 from kernelarc.campaign.candidate import CandidateEvaluation
 from kernelarc.campaign.coordinator import Coordinator
-from kernelarc.campaign.proposal_order import ProposalOrder
+from kernelarc.campaign.proposal_order import ProposalOrder, slot_priority
 from kernelarc.campaign.recorder import AttemptRecorder
 from kernelarc.campaign.state import CampaignState, CampaignStopped, IdleCallback, StateCallback
 from kernelarc.executor import NotAdmitted
@@ -129,11 +129,12 @@ class AgentWorker:
                 self.state.drafts += int(proposal.draft)
             candidate_since = time.monotonic()
             # Breadth-first in team order at the slots (proposal_order.py): every agent's n-th
-            # candidate before any agent's (n+1)-th.
-            priority = (taken, self.team_order.get(agent.name, len(self.team_order)))
-            # The compiler's anchors (compile default on CUDA, then the eager reference) need no
-            # tracing: judged while the Triton agents trace.
-            if not (isinstance(agent, AnchoringAgent) and agent.is_anchor(proposal)):
+            # candidate before any agent's (n+1)-th, the compiler's anchors (compile default on
+            # CUDA, then the eager reference) first in theirs; they need no tracing, so they
+            # never wait for the Triton agents either.
+            anchor = isinstance(agent, AnchoringAgent) and agent.is_anchor(proposal)
+            priority = slot_priority(self.team_order, agent.name, taken, anchor)
+            if not anchor:
                 self._order.wait_for_earlier(agent.name, taken)
             taken += 1
             try:

@@ -19,6 +19,25 @@ import time
 
 ORDER_WAIT_S = 15.0
 """The longest a candidate waits for earlier agents' proposals of its round."""
+ANCHOR_PLACE = -1
+"""The team place an anchor candidate queues with: before every agent's candidate of its round."""
+
+
+def slot_priority(
+    team_order: dict[str, int], agent: str, round_: int, anchor: bool
+) -> tuple[int, int]:
+    """A candidate's priority at the slots (`executor/turn_order.py`): its agent's round, then
+    its agent's place in the team, or `ANCHOR_PLACE` for an anchor (the compiler's compile
+    default and eager reference: the bars every kernel is held to).
+
+    Why anchors first: the floor a campaign exports must be measured, not assumed. On the H100
+    suite run 13 (2026-12-06, 45 s campaigns) the compiler, last in the team, had compile
+    default screened early but queued for the one timed slot behind every Triton agent's first
+    candidate; the time budget turned it away at the slot and both campaigns exported a kernel
+    at 0.64x of compile default, which they never measured. An anchor needs no tracing and is
+    one candidate per round, so it delays the others by one evaluation at most."""
+    place = ANCHOR_PLACE if anchor else team_order.get(agent, len(team_order))
+    return (round_, place)
 
 
 class ProposalOrder:

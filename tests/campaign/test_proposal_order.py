@@ -4,7 +4,7 @@ never by how long they took."""
 
 import threading
 
-from kernelarc.campaign.proposal_order import ProposalOrder
+from kernelarc.campaign.proposal_order import ProposalOrder, slot_priority
 
 TEAM = {"tiling": 0, "fusion": 1, "compiler": 2}
 
@@ -42,3 +42,22 @@ def test_a_stuck_agent_delays_the_others_by_a_bounded_time() -> None:
     order.started("tiling", 0)  # and never finishes
     order.wait_for_earlier("compiler", 0, limit_s=0.05)  # returns although tiling still proposes
     assert order.earlier_proposing("compiler", 0) == ["tiling"]
+
+
+def test_an_anchor_queues_before_every_candidate_of_its_round_and_after_earlier_rounds() -> None:
+    tiling_first = slot_priority(TEAM, "tiling", 0, anchor=False)
+    compile_default = slot_priority(TEAM, "compiler", 0, anchor=True)
+    eager = slot_priority(TEAM, "compiler", 1, anchor=True)
+    tiling_second = slot_priority(TEAM, "tiling", 1, anchor=False)
+    later_variant = slot_priority(TEAM, "compiler", 2, anchor=False)
+    assert sorted([later_variant, tiling_second, eager, tiling_first, compile_default]) == [
+        compile_default,
+        tiling_first,
+        eager,
+        tiling_second,
+        later_variant,
+    ]
+    # An agent the team does not list queues after every listed one of its round.
+    assert slot_priority(TEAM, "stranger", 0, anchor=False) > slot_priority(
+        TEAM, "compiler", 0, anchor=False
+    )
