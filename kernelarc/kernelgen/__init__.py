@@ -49,6 +49,7 @@ from kernelarc.kernelgen.conv_layout import (
 from kernelarc.kernelgen.graph_build import build_graph
 from kernelarc.kernelgen.graph_ir import MATMUL_TARGETS, GenerationError
 from kernelarc.kernelgen.knobs import (
+    ATTENTION_KNOBS,
     COLUMN_KNOBS,
     GEMM_KNOBS,
     KNOB_VALUES,
@@ -62,7 +63,7 @@ from kernelarc.kernelgen.knobs import (
 )
 from kernelarc.kernelgen.schedule import ExternStep, KernelStep, schedule_graph
 from kernelarc.kernelgen.solution_source import WorkloadPlan, render_solution
-from kernelarc.kernelgen.space import GemmSpace
+from kernelarc.kernelgen.space import AttentionSpace, GemmSpace
 from kernelarc.kernelgen.split_reductions import split_reductions
 from kernelarc.kernelgen.views import VIEW_TARGETS
 from kernelarc.schema import Definition
@@ -166,6 +167,7 @@ def generate(
                 graph,
                 lambda space: launch_for(space, knobs, device),
                 fuse_gemm=bool(knobs.get("FUSE_GEMM", 0)),
+                flash=bool(knobs.get("FLASH", 0)),
             )
         except GenerationError as exc:
             skipped.append(f"{traced.uuid}: {exc}")
@@ -221,6 +223,8 @@ def generate(
 
 
 def _kernel_kind(step: KernelStep) -> str:
+    if isinstance(step.space, AttentionSpace):
+        return "attention"
     if isinstance(step.space, GemmSpace):
         return "gemm"
     if step.space.column:
@@ -230,17 +234,22 @@ def _kernel_kind(step: KernelStep) -> str:
     return "reduction" if step.space.is_reduction else "pointwise"
 
 
+#: Knobs of each kernel kind.
+_KIND_KNOBS = (
+    ("pointwise", POINTWISE_KNOBS),
+    ("reduction", REDUCTION_KNOBS),
+    ("column", COLUMN_KNOBS),
+    ("tile", TILE_KNOBS),
+    ("attention", ("FLASH", *ATTENTION_KNOBS)),
+)
+
+
 def relevant_knobs(generated: Generated) -> tuple[str, ...]:
     """The knobs that change this solution (at some setting of the others)."""
     names: list[str] = []
-    if "pointwise" in generated.kinds:
-        names.extend(POINTWISE_KNOBS)
-    if "reduction" in generated.kinds:
-        names.extend(REDUCTION_KNOBS)
-    if "column" in generated.kinds:
-        names.extend(n for n in COLUMN_KNOBS if n not in names)
-    if "tile" in generated.kinds:
-        names.extend(n for n in TILE_KNOBS if n not in names)
+    for kind, knobs in _KIND_KNOBS:
+        if kind in generated.kinds:
+            names.extend(n for n in knobs if n not in names)
     if generated.splittable:
         names.append("SPLIT_R")
     if generated.column_splittable:
@@ -253,7 +262,7 @@ def relevant_knobs(generated: Generated) -> tuple[str, ...]:
         names.append("FUSE_CONV_BIAS")
     if generated.matmuls:
         names.append("FUSE_GEMM")
-        names.extend(GEMM_KNOBS)
+        names.extend(n for n in GEMM_KNOBS if n not in names)
         if generated.float32_matmuls:
             names.append("DOT_PRECISION")
     return tuple(names)

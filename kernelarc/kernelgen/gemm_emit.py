@@ -90,7 +90,7 @@ class GemmEmitter(ValueEmitter):
         space = self.space
         tile = frozenset({X_NAME, R_NAME} | ({Z_NAME} if space.batch else set()))
         self.kernel.lines.append("acc = tl.zeros([XBLOCK, RBLOCK], dtype=tl.float32)")
-        a_ref, b_ref, bias = _operands(node)
+        a_ref, b_ref, bias = operands(node)
         z = (Lin.of(Var(Z_NAME, space.batch)),) if space.batch else ()
         rows = Lin.of(Var(X_NAME, space.m))
         cols = Lin.of(Var(R_NAME, space.n))
@@ -226,7 +226,7 @@ class GemmEmitter(ValueEmitter):
         )
 
 
-def _operands(node: Node) -> tuple[Ref, Ref, Ref | None]:
+def operands(node: Node) -> tuple[Ref, Ref, Ref | None]:
     """(A, B, bias) of an mm / bmm / addmm node."""
     if node.target == "aten.addmm.default":
         bias, a, b = node.args[0], node.args[1], node.args[2]
@@ -237,7 +237,7 @@ def _operands(node: Node) -> tuple[Ref, Ref, Ref | None]:
 def gemm_space(graph: Graph, node: Node) -> GemmSpace | None:
     """The space of a GEMM kernel anchored on `node`, or None when its operands do not fit
     (integer dtypes, unexpected ranks, a non-tensor bias)."""
-    a_ref, b_ref, bias = _operands(node)
+    a_ref, b_ref, bias = operands(node)
     if not isinstance(a_ref, Ref) or not isinstance(b_ref, Ref):
         return None
     if bias is not None and not isinstance(bias, Ref):

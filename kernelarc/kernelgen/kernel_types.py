@@ -44,6 +44,8 @@ class Launch:
     """Software-pipeline stages (0: Triton's default)."""
     precision: str = "ieee"
     """GEMM with float32 operands: tl.dot input precision (ieee, tf32, tf32x3)."""
+    dot16: bool = False
+    """Attention: dot operands computed from 16-bit tensors rounded back to 16 bits."""
     half_dot: bool = True
     """GEMM: feed 16-bit operands to tl.dot as they are (off under Triton's interpreter, whose
     16-bit dot is wrong: there operands are widened to float32 first)."""

@@ -27,6 +27,9 @@ workload of a problem.
 | GROUP_M | GEMM tiles along M sharing B tiles in L2 |
 | NUM_WARPS_MM, NUM_STAGES | GEMM warps and pipeline stages (that fit: `fit_stages`) |
 | DOT_PRECISION | float32 GEMM operands: 0 ieee, 1 tf32, 2 tf32x3 (3 tf32 passes, ~fp32 accuracy) |
+| FLASH | 1: softmax(scores) @ V with matmul scores is one online-softmax kernel (`attention.py`) |
+| FLASH_M, FLASH_N | attention kernel: query rows per program, keys per loop step |
+| FLASH_DOT16 | attention on widened 16-bit tensors: 1 dots in 16 bits (as on GPUs), 0 float32 |
 """
 
 from collections.abc import Mapping
@@ -34,7 +37,7 @@ from dataclasses import replace
 from typing import Literal
 
 from kernelarc.kernelgen.kernel_types import Launch, NeedMaterialize
-from kernelarc.kernelgen.space import GemmSpace, Space
+from kernelarc.kernelgen.space import AttentionSpace, GemmSpace, Space
 
 Device = Literal["cpu", "cuda"]
 GenKnobs = Mapping[str, int]
@@ -74,12 +77,18 @@ KNOB_VALUES: Mapping[str, Mapping[Device, tuple[int, ...]]] = {
     "LAYOUT_CONV": {"cuda": (1, 0), "cpu": (0, 1)},
     # tf32x3 first: float32 accuracy within ~1e-6 relative at about 3x the FMA path's speed.
     "DOT_PRECISION": {"cuda": (2, 1, 0), "cpu": (0, 1)},
+    # Attention: the scores never stored first; tiles as FlashAttention-2's Triton tutorial.
+    "FLASH": {"cuda": (1, 0), "cpu": (1, 0)},
+    "FLASH_M": {"cuda": (128, 64), "cpu": (64,)},
+    "FLASH_N": {"cuda": (64, 32, 128), "cpu": (64,)},
+    "FLASH_DOT16": {"cuda": (1, 0), "cpu": (1, 0)},
 }
 POINTWISE_KNOBS = ("BLOCK_X", "NUM_WARPS")
 REDUCTION_KNOBS = ("ROWS", "BLOCK_R", "PERSISTENT_MAX", "NUM_WARPS_RED")
 COLUMN_KNOBS = ("COL_X", "COL_R", "NUM_WARPS_RED")
 TILE_KNOBS = ("TILE_X", "TILE_R", "NUM_WARPS")
 GEMM_KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "NUM_WARPS_MM", "NUM_STAGES")
+ATTENTION_KNOBS = ("FLASH_M", "FLASH_N", "FLASH_DOT16", "NUM_WARPS_MM", "NUM_STAGES")
 PRECISIONS = ("ieee", "tf32", "tf32x3")
 
 #: A reduction to fewer outputs than this (2 per SM of an H100/H200) is split in two stages
@@ -118,6 +127,17 @@ def next_pow2(n: int) -> int:
 
 def launch_for(space: Space | GemmSpace, knobs: GenKnobs, device: Device) -> Launch:
     """The launch of a kernel of `space` under a knob setting."""
+    if isinstance(space, AttentionSpace):
+        return Launch(
+            xblock=min(knobs.get("FLASH_M", 64), max(16, next_pow2(space.m))),
+            rblock=max(16, next_pow2(space.n)),
+            kblock=min(knobs.get("FLASH_N", 64), max(16, next_pow2(space.k))),
+            num_warps=knobs["NUM_WARPS_MM"],
+            num_stages=knobs["NUM_STAGES"],
+            precision=PRECISIONS[knobs["DOT_PRECISION"]],
+            dot16=bool(knobs.get("FLASH_DOT16", 0)),
+            half_dot=device == "cuda",
+        )
     if isinstance(space, GemmSpace):
         return Launch(
             xblock=min(knobs["BLOCK_M"], max(16, next_pow2(space.m))),

@@ -14,6 +14,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kernelarc.kernelgen.attention import attention_space
+from kernelarc.kernelgen.attention_emit import AttentionEmitter
 from kernelarc.kernelgen.conv_layout import memory_order
 from kernelarc.kernelgen.emit import KernelEmitter
 from kernelarc.kernelgen.gemm_emit import GemmEmitter, gemm_space
@@ -25,7 +27,7 @@ from kernelarc.kernelgen.kernel_types import (
     NeedMaterialize,
     buffer_key,
 )
-from kernelarc.kernelgen.space import GemmSpace, Space
+from kernelarc.kernelgen.space import AttentionSpace, GemmSpace, Space
 
 _MAX_ROUNDS = 200
 _FUSABLE = (
@@ -70,25 +72,32 @@ class Schedule:
     """Buffers the plan allocates (stored by a kernel)."""
 
 
-def schedule_graph(graph: Graph, launch_for: LaunchFor, *, fuse_gemm: bool = False) -> Schedule:
+def schedule_graph(
+    graph: Graph, launch_for: LaunchFor, *, fuse_gemm: bool = False, flash: bool = False
+) -> Schedule:
     """Steps computing the graph's outputs (see the module docstring). With `fuse_gemm`
     matmuls become Triton GEMM kernels with their pointwise consumers fused in; without, torch
-    calls (cuBLAS) whose consumers are fused into the next kernel.
+    calls (cuBLAS) whose consumers are fused into the next kernel. With `flash`, a
+    softmax(scores) @ V whose scores come from another matmul is one attention kernel
+    (`attention.py`), whatever `fuse_gemm` says.
 
     Raises:
         GenerationError: a value can be neither fused nor stored (e.g. a reduction whose
             input is itself unsupported), or the fix-point does not converge.
     """
     live = _live(graph)
+    attention = _attention_matmuls(graph, live) if flash else set()
     for name in live:
         node = graph.nodes[name]
+        if name in attention:
+            continue
         if node.kind == Kind.MATMUL and (not fuse_gemm or gemm_space(graph, node) is None):
             node.kind = Kind.EXTERN
     _views_to_torch(graph, live)
     materialized = _initial(graph, live)
     for _ in range(_MAX_ROUNDS):
         try:
-            return _try(graph, live, materialized, launch_for)
+            return _try(graph, live, materialized, launch_for, flash)
         except NeedMaterialize as exc:
             failed = graph.nodes.get(exc.node)
             if failed is None or exc.node in materialized or failed.kind not in _FUSABLE:
@@ -144,7 +153,20 @@ def _initial(graph: Graph, live: list[str]) -> set[str]:
     return materialized
 
 
-def _try(graph: Graph, live: list[str], materialized: set[str], launch_for: LaunchFor) -> Schedule:
+def _attention_matmuls(graph: Graph, live: list[str]) -> set[str]:
+    """Both matmuls of every attention the graph has (as nothing is stored yet)."""
+    found: set[str] = set()
+    for name in live:
+        node = graph.nodes[name]
+        space = attention_space(graph, node, set()) if node.kind == Kind.MATMUL else None
+        if space is not None:
+            found |= {space.anchor, space.score}
+    return found
+
+
+def _try(
+    graph: Graph, live: list[str], materialized: set[str], launch_for: LaunchFor, flash: bool
+) -> Schedule:
     schedule = Schedule()
     for item in graph.inputs:
         if item.kind == "tensor" and item.meta is not None:
@@ -160,7 +182,7 @@ def _try(graph: Graph, live: list[str], materialized: set[str], launch_for: Laun
             schedule.buffers[name] = Buffer(name, contiguous(node.meta.shape, node.meta.dtype))
             schedule.allocated.add(name)
     roots = [n for n in live if n in materialized and graph.nodes[n].kind in _FUSABLE]
-    spaces = {n: _space_for(graph, Ref(n), materialized) for n in roots}
+    spaces = {n: _space_for(graph, Ref(n), materialized, flash) for n in roots}
     sunk = _sink_into_reductions(graph, live, roots, spaces, materialized)
     for name in live:
         node = graph.nodes[name]
@@ -253,22 +275,24 @@ def _emit(
 ) -> KernelSource:
     here = {r.node for r in roots}
     launch = launch_for(space)
+    if isinstance(space, AttentionSpace):
+        return AttentionEmitter(graph, space, schedule.buffers, here, launch, name).emit(roots)
     if isinstance(space, GemmSpace):
         return GemmEmitter(graph, space, schedule.buffers, here, launch, name).emit(roots)
     return KernelEmitter(graph, space, schedule.buffers, here, launch, name).emit(roots)
 
 
-def _space_for(graph: Graph, root: Ref, materialized: set[str]) -> AnySpace:
+def _space_for(graph: Graph, root: Ref, materialized: set[str], flash: bool) -> AnySpace:
     node = graph.node(root)
     if node.kind in (Kind.REDUCTION, Kind.SCAN):
         return _row_space(graph, node.name, materialized)
     if node.kind == Kind.MATMUL:
-        return _gemm(graph, node.name)
+        return _gemm(graph, node.name, materialized, flash)
     reductions = _reductions_reached(graph, root, materialized)
     if not reductions:
         matmuls = _reached(graph, root, materialized, (Kind.MATMUL,))
         if matmuls:
-            space = _gemm(graph, matmuls[-1])
+            space = _gemm(graph, matmuls[-1], materialized, flash)
             if space.store_index(tuple(node.meta.shape)) is None:
                 raise NeedMaterialize(matmuls[-1], f"{root.node} does not fit its output")
             return space
@@ -305,7 +329,11 @@ def _row_space(
     return Space(tuple(graph.meta(node.args[0]).shape), node.dims, order)
 
 
-def _gemm(graph: Graph, name: str) -> GemmSpace:
+def _gemm(graph: Graph, name: str, materialized: set[str], flash: bool) -> GemmSpace:
+    if flash:
+        attention = attention_space(graph, graph.nodes[name], materialized)
+        if attention is not None:
+            return attention
     space = gemm_space(graph, graph.nodes[name])
     if space is None:
         raise NeedMaterialize(name, "operands do not fit a GEMM kernel")

@@ -184,6 +184,24 @@ class GemmSpace:
         return unflatten(flat_index(self.output_index(), self.shape), shape)
 
 
+@dataclass(frozen=True)
+class AttentionSpace(GemmSpace):
+    """The space of an attention kernel anchored on the P @ V matmul (`anchor`): `batch`
+    heads, `m` query rows, `n` = Dv output columns, `k` keys (the loop)."""
+
+    score: str = ""
+    """The Q @ K^T matmul."""
+    d: int = 0
+    """Q's and K's head dim (the score matmul's K)."""
+    row_max: str = ""
+    """The softmax's maximum over each row of scores (a `max` reduction node)."""
+    row_sum: str = ""
+    """The softmax's sum over each row of exponentials (a `sum` reduction node)."""
+    row_any: str = ""
+    """`any(scores != -inf)` per row, when the reference zeroes fully masked rows (as
+    `scaled_dot_product_attention`'s math path does) instead of dividing 0 by 0; else ''."""
+
+
 def index_prologue(space: Space, persistent: bool, tiles: int, wide: bool) -> list[str]:
     """A pointwise or reduction kernel's first lines: its index variables and their masks
     (`tiles`: programs per column tile row for the column plan, r tiles per x tile for a tiled

@@ -583,6 +583,79 @@ PROBLEMS: dict[str, Problem] = {
         ),
         [_w("n2-l100", {"N": 2, "L": 100}), _w("n3-l37", {"N": 3, "L": 37})],
     ),
+    # Attention written out by hand: scaled scores, a causal mask from tril, softmax in float32,
+    # probabilities back to bfloat16, @ V: one online-softmax kernel (FLASH), scores never stored.
+    "attention_causal": (
+        _definition(
+            "attention_causal",
+            {
+                "B": {"type": "var"},
+                "H": {"type": "const", "value": 2},
+                "L": {"type": "var"},
+                "D": {"type": "const", "value": 32},
+            },
+            {
+                "q": _t(["B", "H", "L", "D"], "bfloat16"),
+                "k": _t(["B", "H", "L", "D"], "bfloat16"),
+                "v": _t(["B", "H", "L", "D"], "bfloat16"),
+            },
+            {"o": _t(["B", "H", "L", "D"], "bfloat16")},
+            "import math\nimport torch\n\n"
+            "def run(q, k, v):\n"
+            "    s = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])\n"
+            "    n = q.shape[-2]\n"
+            "    keep = torch.ones(n, n, dtype=torch.bool, device=q.device).tril()\n"
+            "    s = s.masked_fill(~keep, float('-inf'))\n"
+            "    p = torch.softmax(s.float(), dim=-1).to(q.dtype)\n"
+            "    return p @ v\n",
+        ),
+        [_w("b1-l40", {"B": 1, "L": 40}), _w("b2-l64", {"B": 2, "L": 64})],
+    ),
+    # scaled_dot_product_attention (its math path when traced: widened to float32, scale on Q
+    # and K, rows without a finite score zeroed), float16, a head dim of 16 and odd lengths;
+    # with a key-padding mask whose last rows have no key at all (they must come out 0).
+    "sdpa_masked": (
+        _definition(
+            "sdpa_masked",
+            {
+                "B": {"type": "var"},
+                "H": {"type": "const", "value": 3},
+                "L": {"type": "var"},
+                "D": {"type": "const", "value": 16},
+            },
+            {
+                "q": _t(["B", "H", "L", "D"], "float16"),
+                "k": _t(["B", "H", "L", "D"], "float16"),
+                "v": _t(["B", "H", "L", "D"], "float16"),
+            },
+            {"o": _t(["B", "H", "L", "D"], "float16")},
+            "import torch\nimport torch.nn.functional as F\n\n"
+            "def run(q, k, v):\n"
+            "    n = q.shape[-2]\n"
+            "    i = torch.arange(n, device=q.device)\n"
+            "    keep = (i[None, :] <= i[:, None]) & (i[:, None] < n - 2)\n"
+            "    return F.scaled_dot_product_attention(q, k, v, attn_mask=keep)\n",
+        ),
+        [_w("b1-l33", {"B": 1, "L": 33}), _w("b2-l70", {"B": 2, "L": 70})],
+    ),
+    # The probabilities are an output too: they are stored, so no online softmax.
+    "attention_probs_out": (
+        _definition(
+            "attention_probs_out",
+            {
+                "Z": {"type": "var"},
+                "L": {"type": "const", "value": 24},
+                "D": {"type": "const", "value": 8},
+            },
+            {"q": _t(["Z", "L", "D"]), "k": _t(["Z", "L", "D"]), "v": _t(["Z", "L", "D"])},
+            {"o": _t(["Z", "L", "D"]), "p": _t(["Z", "L", "L"])},
+            "import torch\n\n"
+            "def run(q, k, v):\n"
+            "    p = torch.softmax(torch.bmm(q, k.transpose(1, 2)) * 0.3, dim=-1)\n"
+            "    return torch.bmm(p, v), p\n",
+        ),
+        [_w("z2", {"Z": 2}), _w("z3", {"Z": 3})],
+    ),
 }
 
 

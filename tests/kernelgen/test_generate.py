@@ -9,7 +9,13 @@ import pytest
 from reference_check import assert_match_reference
 
 from kernelarc.guard.static_rules import blocking, scan_solution
-from kernelarc.kernelgen import Generated, GenerationError, default_knobs, generate
+from kernelarc.kernelgen import (
+    Generated,
+    GenerationError,
+    default_knobs,
+    generate,
+    relevant_knobs,
+)
 from kernelarc.kernelgen.graph_build import build_graph
 from kernelarc.kernelgen.graph_ir import Kind
 from kernelarc.kernelgen.knobs import MAX_KERNEL_LOADS
@@ -124,6 +130,18 @@ def test_what_is_fused(gen_problems: Traced) -> None:
     # Depthwise convolutions are taps in the kernels, with their SiLU and ReLU.
     depthwise = _generate(gen_problems, "depthwise", {})
     assert (depthwise.externs, depthwise.kinds) == ((), frozenset({"pointwise"}))
+    # Attention: one online-softmax kernel, the scores never stored (FLASH); off, or when the
+    # probabilities are an output, the scores, their row statistics and the P @ V GEMM.
+    for name in ("attention_causal", "sdpa_masked"):
+        flash = _generate(gen_problems, name, {})
+        assert (flash.kernels, flash.kinds, flash.externs) == (1, frozenset({"attention"}), ())
+        assert "FLASH_N" in relevant_knobs(flash)
+        assert "m_new" in flash.source and flash.source.count("tl.dot(") >= 2
+        cuda = _generate(gen_problems, name, {}, "cuda")  # 16-bit dots, as GPU attention
+        assert "input_precision" not in cuda.source
+        assert _generate(gen_problems, name, {"FLASH": 0}).kernels == 3
+    stored = _generate(gen_problems, "attention_probs_out", {})
+    assert "attention" not in stored.kinds and stored.kernels >= 2
     mlp = _generate(gen_problems, "swiglu_f16", {}, "cuda")
     assert mlp.kernels == 3 and mlp.source.count("tl.dot(") >= 3
     assert "input_precision" not in mlp.source

@@ -1,0 +1,211 @@
+"""The attention kernel emitter: online softmax over blocks of keys (see `attention.py`).
+
+Place in the flow: `schedule._emit` uses it for an `AttentionSpace`. It is the GEMM emitter of
+the P @ V matmul with a different K loop. Each program owns XBLOCK query rows of one head
+(`zindex`) and every output column (RBLOCK >= Dv). Before the loop it loads the query tile
+[XBLOCK x D]; each step over KBLOCK keys:
+
+    qk      = Q tile @ K^T tile                       (the score matmul's value)
+    s       = the score ops on qk                     (pulled like any epilogue)
+    m_new   = max(m_i, rowmax(s))                     (the value of the row maximum)
+    p       = exp(s - m_new) as the reference writes it (pulled: its row-sum node reads it)
+    l_i     = l_i * alpha + rowsum(p)                 (alpha = exp(m_i - m_new))
+    acc     = acc * alpha + P(p) @ V tile             (the division by the row sum deferred)
+
+and after the loop `acc / l_i` is the P @ V matmul's value, on which its own epilogue runs. The
+row maximum and row sum nodes get those values (`special_value`), the sum's value inside the
+loop being 1, so the probabilities the reference divides by the sum are the unnormalised ones
+and the division happens once per row at the end, which is exact up to rounding because the
+sum does not change along the keys. With the FLASH_DOT16 knob, when Q, K and V are computed
+from tensors of one 16-bit dtype (a reference that widens them to float32, as the math path of
+`scaled_dot_product_attention` does on the CPU), the dot operands are rounded to that dtype, as
+the fused attention kernels torch calls on a GPU compute them; off, they stay float32 and the
+DOT_PRECISION knob applies. A fully masked row gives 0 / 0 = NaN, as the reference's
+softmax of a row of -inf does.
+"""
+
+from dataclasses import replace
+
+from kernelarc.kernelgen.gemm_emit import GemmEmitter, operands
+from kernelarc.kernelgen.graph_ir import Graph, Node, Ref
+from kernelarc.kernelgen.index_expr import Lin, Var
+from kernelarc.kernelgen.kernel_types import Buffer, Launch, NeedMaterialize
+from kernelarc.kernelgen.knobs import SHARED_MEMORY_BYTES, next_pow2
+from kernelarc.kernelgen.pointwise_ops import TL_DTYPE
+from kernelarc.kernelgen.space import KA_NAME, KB_NAME, R_NAME, X_NAME, Z_NAME, AttentionSpace
+from kernelarc.kernelgen.values import Index, Scope, Val, as_dtype
+
+DA_NAME = "da"
+"""The head dim along the query tile's columns."""
+DB_NAME = "db"
+"""The head dim along the key tile's rows."""
+_HALF = ("float16", "bfloat16")
+
+
+class AttentionEmitter(GemmEmitter):
+    """Writes one attention kernel; see the module docstring."""
+
+    def __init__(
+        self,
+        graph: Graph,
+        space: AttentionSpace,
+        buffers: dict[str, Buffer],
+        computed_here: set[str],
+        launch: Launch,
+        name: str,
+    ) -> None:
+        super().__init__(graph, space, buffers, computed_here, launch, name)
+        self.attention = space
+        self.names |= {DA_NAME: "da", DB_NAME: "db"}
+        self.masks |= {DA_NAME: "damask", DB_NAME: "dbmask"}
+        self._score: tuple[Index, Val] | None = None
+        self._stats: dict[str, Index] = {}
+
+    def special_value(self, node: Node, index: Index) -> Val:
+        """The score tile, the running row maximum, 1 for the row sum (deferred), or the
+        anchor's accumulator (GemmEmitter)."""
+        if node.name == self.attention.score:
+            if self._score is None or index != self._score[0]:
+                raise NeedMaterialize(node.name, "read at another index than the score tile")
+            return self._score[1]
+        if node.name in (self.attention.row_max, self.attention.row_sum):
+            return self._statistic(node, index)
+        if node.name and node.name == self.attention.row_any:
+            # Whether the row has a finite score so far: where it has none, every
+            # probability so far is exp(-inf) = 0 whatever the guard selects.
+            self.value(Ref(self.attention.row_max), index)
+            return Val('(m_new > float("-inf"))', "bool", frozenset({X_NAME, KA_NAME}))
+        return super().special_value(node, index)
+
+    # -- the key loop ------------------------------------------------------------------------
+    def _accumulate(self, node: Node) -> Val:
+        space = self.attention
+        graph = self.graph
+        dblock = max(16, next_pow2(space.d))
+        z = Lin.of(Var(Z_NAME, space.batch))
+        rows = Lin.of(Var(X_NAME, space.m))
+        keys = Lin.of(Var(KA_NAME, space.k))
+        lines = self.kernel.lines
+        lines += [
+            f"da = tl.arange(0, {dblock})[None, :]",
+            f"db = tl.arange(0, {dblock})[:, None]",
+            f"damask = da < {space.d}",
+            f"dbmask = db < {space.d}",
+            "acc = tl.zeros([XBLOCK, RBLOCK], dtype=tl.float32)",
+            'm_i = tl.full([XBLOCK, 1], float("-inf"), tl.float32)',
+            "l_i = tl.zeros([XBLOCK, 1], dtype=tl.float32)",
+        ]
+        score = graph.nodes[space.score]
+        q_ref, k_ref, _ = operands(score)
+        q = self._dot_operand(q_ref, (z, rows, Lin.of(Var(DA_NAME, space.d))))
+        q = replace(q, code=f"tl.broadcast_to({q.code}, (XBLOCK, {dblock}))")
+        self.loop = Scope()
+        self.loop_vars = frozenset({KA_NAME, KB_NAME})
+        kt = self._dot_operand(k_ref, (z, Lin.of(Var(DB_NAME, space.d)), keys))
+        kt = replace(kt, code=f"tl.broadcast_to({kt.code}, ({dblock}, KBLOCK))")
+        narrow = self._narrow_dtype(space) if self.launch.dot16 else ""
+        if narrow:
+            q = self._rounded(q, narrow)
+            kt = self._rounded(kt, narrow)
+        self.launch = self._fit_stages(dblock, q.dtype)
+        self.loop.lines.append(f"qk = {self._plain_dot(q, kt)}")
+        qk = Val("qk", "float32", frozenset({Z_NAME, X_NAME, KA_NAME}))
+        if score.meta.dtype in _HALF:  # the reference's scores are 16-bit values
+            rounded = f"((qk).to({TL_DTYPE[score.meta.dtype]})).to(tl.float32)"
+            qk = self.assign(rounded, "float32", qk.vars)
+        self._score = ((z, rows, keys), qk)
+        probs_ref, v_ref, _ = operands(node)
+        probs = self._dot_operand(probs_ref, (z, rows, keys))
+        if not self._stats.keys() >= {space.row_max, space.row_sum}:
+            raise NeedMaterialize(space.row_max, "the probabilities do not read the softmax")
+        v = self._dot_operand(
+            v_ref, (z, Lin.of(Var(KB_NAME, space.k)), Lin.of(Var(R_NAME, space.n)))
+        )
+        if narrow:
+            probs = self._rounded(probs, narrow)
+            v = self._rounded(v, narrow)
+        p_code = f"tl.broadcast_to(tl.where(kamask, {probs.code}, 0), (XBLOCK, KBLOCK))"
+        v_code = f"tl.broadcast_to({v.code}, (KBLOCK, RBLOCK))"
+        update = self._plain_dot(Val(p_code, probs.dtype), Val(v_code, v.dtype), "acc * alpha")
+        self.loop.lines.append(f"acc = {update}")
+        self.loop.lines.append("m_i = m_new")
+        self._close_loop()
+        if space.row_any:  # a row without a finite score is 0, as the reference's guard has it
+            self.kernel.lines.append("acc = tl.where(l_i == 0.0, 0.0, acc / l_i)")
+        else:  # 0 / 0: NaN, as the reference's softmax of a row of -inf
+            self.kernel.lines.append("acc = acc / l_i")
+        acc = Val("acc", "float32", frozenset({Z_NAME, X_NAME, R_NAME}))
+        if node.meta.dtype in _HALF:
+            rounded = f"((acc).to({TL_DTYPE[node.meta.dtype]})).to(tl.float32)"
+            acc = self.assign(rounded, "float32", acc.vars)
+        return acc
+
+    def _statistic(self, node: Node, index: Index) -> Val:
+        """The row maximum (running, updated here) or the row sum (its running total updated
+        here; the value 1: the division is deferred), for the current key block."""
+        loop = self.loop
+        if loop is None or any(i.variables() & {KA_NAME, KB_NAME} for i in index):
+            raise NeedMaterialize(node.name, "read outside the key loop or along the keys")
+        if index[-1] != Lin() or self._stats.setdefault(node.name, index) != index:
+            raise NeedMaterialize(node.name, "read at another index than its row")
+        at = (*index[:-1], Lin.of(Var(KA_NAME, self.attention.k)))
+        row = self.value(node.args[0], at)  # the sum's exponentials read the maximum first
+        if node.name == self.attention.row_max:
+            block_max = f'tl.max(tl.where(kamask, {row.code}, float("-inf")), 1)[:, None]'
+            loop.lines += [
+                f"m_new = tl.maximum(m_i, {block_max})",
+                'm_safe = tl.where(m_new == float("-inf"), 0.0, m_new)',
+                "alpha = tl.exp(m_i - m_safe)",
+            ]
+            return Val("m_safe", "float32", frozenset({X_NAME, KA_NAME}))
+        if self.attention.row_max not in self._stats:
+            raise NeedMaterialize(node.name, "summed before the row maximum is known")
+        loop.lines.append(
+            f"l_i = l_i * alpha + tl.sum(tl.where(kamask, {row.code}, 0.0), 1)[:, None]"
+        )
+        return Val("1.0", "float32")
+
+    def _narrow_dtype(self, space: AttentionSpace) -> str:
+        """The 16-bit dtype every tensor Q, K and V are computed from has, or ''."""
+        found: set[str] = set()
+        stack = [
+            ref
+            for name in (space.score, space.anchor)
+            for ref in operands(self.graph.nodes[name])[:2]
+        ]
+        seen: set[str] = set()
+        while stack:
+            ref = stack.pop()
+            node = self.graph.node(ref)
+            if node.name in seen or node.name in (space.row_max, space.row_sum, space.row_any):
+                continue
+            seen.add(node.name)
+            if self.is_buffer(ref):
+                found.add(self.graph.meta(ref).dtype)
+            elif node.name != space.score:
+                stack.extend(node.refs())
+        return found.pop() if len(found) == 1 and found <= set(_HALF) else ""
+
+    def _rounded(self, val: Val, dtype: str) -> Val:
+        if val.dtype == dtype:
+            return val
+        return self.assign(f"({val.code}).to({TL_DTYPE[dtype]})", dtype, val.vars)
+
+    def _plain_dot(self, a: Val, b: Val, acc: str = "") -> str:
+        tail = f", {acc}" if acc else ""
+        if a.dtype == b.dtype and a.dtype in _HALF and self.launch.half_dot:
+            return f"tl.dot({a.code}, {b.code}{tail})"
+        a_code, b_code = as_dtype(a, "float32"), as_dtype(b, "float32")
+        return f'tl.dot({a_code}, {b_code}{tail}, input_precision="{self.launch.precision}")'
+
+    def _fit_stages(self, dblock: int, dtype: str) -> Launch:
+        """No more pipeline stages than the key and value tiles of all stages fit in shared
+        memory (the query tile stays resident)."""
+        size = 2 if dtype in _HALF else 4
+        resident = self.launch.xblock * dblock * size
+        stage = self.launch.kblock * (dblock + self.launch.rblock) * size
+        fits = max(1, (SHARED_MEMORY_BYTES - resident) // max(stage, 1))
+        return replace(self.launch, num_stages=min(self.launch.num_stages, fits))
+
+
+__all__ = ["AttentionEmitter"]
