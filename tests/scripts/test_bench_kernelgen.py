@@ -102,3 +102,22 @@ def test_the_summary_counts_only_fused_kernels_that_pass_everywhere() -> None:
     assert "| no fused kernel (torch calls only) | 1 |" in table
     assert "| wrong result or shape | 1 |" in table
     assert "| trace failed | 1 |" in table
+
+
+def test_a_variant_whose_kernels_equal_an_earlier_ones_is_not_timed_again(tmp_path: Path) -> None:
+    # add_rmsnorm has no attention and no matmul: FLASH and FUSE_GEMM change nothing there.
+    out, table = tmp_path / "bench.json", tmp_path / "bench.md"
+    variants = ["--variants", "gen-default,gen-noflash,gen-cublas,gen-rows1"]
+    outputs = ["--json", str(out), "--markdown", str(table)]
+    _run_script(
+        [str(SAMPLES / "add_rmsnorm"), "--device", "cpu", "--jobs", "1", *variants, *outputs],
+        tmp_path,
+        timeout_s=600,
+    )
+    (row,) = json.loads(out.read_text())
+    assert isinstance(row["gen-default_ms"], float)
+    for same in ("gen-noflash", "gen-cublas"):
+        assert row[f"{same}_same_as"] == "gen-default"
+        assert row[f"{same}_ms"] == row["gen-default_ms"]
+    assert "gen-rows1_same_as" not in row  # one row per program: other kernels, timed
+    assert isinstance(row["gen-rows1_ms"], float)
