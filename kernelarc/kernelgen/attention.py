@@ -16,6 +16,7 @@ turns the same references into a flash-attention call. A graph that does not mat
 keeps the three-kernel plan: nothing here is a guess.
 """
 
+from kernelarc.kernelgen.attention_mask import index_mask
 from kernelarc.kernelgen.gemm_emit import gemm_space
 from kernelarc.kernelgen.graph_ir import Graph, Kind, Node, Ref
 from kernelarc.kernelgen.space import AttentionSpace
@@ -69,7 +70,11 @@ def attention_space(graph: Graph, node: Node, materialized: set[str]) -> Attenti
     readers = inside | {node.name}
     if any(u not in readers for n in inside for u in graph.users.get(n, ())):
         return None  # a score, maximum, sum or probability is read elsewhere: stored anyway
+    mask = index_mask(graph, row_max.args[0])
     return AttentionSpace(
+        mask=mask.node if mask else "",
+        mask_condition=mask.condition.node if mask else "",
+        mask_keep=mask.keep if mask else True,
         anchor=space.anchor,
         batch=space.batch,
         m=space.m,

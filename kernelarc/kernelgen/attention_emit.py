@@ -34,6 +34,7 @@ from kernelarc.kernelgen.knobs import SHARED_MEMORY_BYTES, next_pow2
 from kernelarc.kernelgen.pointwise_ops import TL_DTYPE
 from kernelarc.kernelgen.space import KA_NAME, KB_NAME, R_NAME, X_NAME, Z_NAME, AttentionSpace
 from kernelarc.kernelgen.values import Index, Scope, Val, as_dtype
+from kernelarc.kernelgen.views import broadcast_index
 
 DA_NAME = "da"
 """The head dim along the query tile's columns."""
@@ -60,6 +61,7 @@ class AttentionEmitter(GemmEmitter):
         self.masks |= {DA_NAME: "damask", DB_NAME: "dbmask"}
         self._score: tuple[Index, Val] | None = None
         self._stats: dict[str, Index] = {}
+        self._mask_at: set[Index] = set()
 
     def special_value(self, node: Node, index: Index) -> Val:
         """The score tile, the running row maximum, 1 for the row sum (deferred), or the
@@ -129,7 +131,7 @@ class AttentionEmitter(GemmEmitter):
         update = self._plain_dot(Val(p_code, probs.dtype), Val(v_code, v.dtype), "acc * alpha")
         self.loop.lines.append(f"acc = {update}")
         self.loop.lines.append("m_i = m_new")
-        self._close_loop()
+        self._close_loop(self._key_bounds())
         if space.row_any:  # a row without a finite score is 0, as the reference's guard has it
             self.kernel.lines.append("acc = tl.where(l_i == 0.0, 0.0, acc / l_i)")
         else:  # 0 / 0: NaN, as the reference's softmax of a row of -inf
@@ -164,6 +166,43 @@ class AttentionEmitter(GemmEmitter):
             f"l_i = l_i * alpha + tl.sum(tl.where(kamask, {row.code}, 0.0), 1)[:, None]"
         )
         return Val("1.0", "float32")
+
+    def value(self, ref: Ref, index: Index) -> Val:
+        """As ValueEmitter's, noting where the position mask is read (`_key_bounds`)."""
+        if ref.node == self.attention.mask and self.loop is not None:
+            self._mask_at.add(index)
+        return super().value(ref, index)
+
+    def _key_bounds(self) -> tuple[str, str]:
+        """The key range this program visits: the blocks the position mask keeps for some of
+        its rows (a loop over the mask alone, no loads), or every key without such a mask."""
+        space = self.attention
+        if not space.mask or len(self._mask_at) != 1:
+            return ("0", "")
+        [index] = self._mask_at
+        mask = self.graph.nodes[space.mask]
+        condition = Ref(space.mask_condition)
+        at = broadcast_index(index, mask.shape, tuple(self.graph.meta(condition).shape))
+        body, self.loop = self.loop, Scope()
+        try:
+            keep = self.value(condition, at)
+        finally:
+            scan, self.loop = self.loop, body
+        assert scan is not None and body is not None
+        kept = keep.code if space.mask_keep else f"~({keep.code})"
+        k = space.k
+        self.kernel.lines += [
+            "k_hi = tl.full([], 0, tl.int32)",
+            f"k_lo = tl.full([], {k}, tl.int32)",
+            f"for k0 in range(0, {k}, KBLOCK):",
+            "    ka = k0 + tl.arange(0, KBLOCK)[None, :]",
+            f"    kamask = ka < {k}",
+            *(f"    {line}" for line in scan.lines),
+            f"    live = tl.max(tl.where(({kept}) & kamask & xmask, 1, 0))",
+            "    k_hi = tl.where(live > 0, k0 + KBLOCK, k_hi)",
+            f"    k_lo = tl.minimum(k_lo, tl.where(live > 0, k0, {k}))",
+        ]
+        return ("k_lo", "k_hi")
 
     def _narrow_dtype(self, space: AttentionSpace) -> str:
         """The 16-bit dtype every tensor Q, K and V are computed from has, or ''."""

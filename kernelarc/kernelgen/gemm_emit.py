@@ -162,10 +162,12 @@ class GemmEmitter(ValueEmitter):
             return val
         return self.assign(f"({val.code}).to({TL_DTYPE[dtype]})", dtype, val.vars)
 
-    def _close_loop(self) -> None:
+    def _close_loop(self, bounds: tuple[str, str] = ("0", "")) -> None:
+        """Append the K loop (from `bounds[0]` to `bounds[1]`, default the whole K)."""
         assert self.loop is not None
         k = self.space.k
-        self.kernel.lines.append(f"for k0 in range(0, {k}, KBLOCK):")
+        start, stop = bounds[0], bounds[1] or str(k)
+        self.kernel.lines.append(f"for k0 in range({start}, {stop}, KBLOCK):")
         self.kernel.lines.append("    ka = k0 + tl.arange(0, KBLOCK)[None, :]")
         self.kernel.lines.append("    kb = k0 + tl.arange(0, KBLOCK)[:, None]")
         self.kernel.lines.append(f"    kamask = ka < {k}")

@@ -197,6 +197,13 @@ class AttentionSpace(GemmSpace):
     """The softmax's maximum over each row of scores (a `max` reduction node)."""
     row_sum: str = ""
     """The softmax's sum over each row of exponentials (a `sum` reduction node)."""
+    mask: str = ""
+    """The node that sets scores to -inf by position alone (`attention_mask.IndexMask`), or
+    ''; with it each program visits only the key blocks the mask keeps for some row."""
+    mask_condition: str = ""
+    """The mask's boolean condition (computed from index ranges only)."""
+    mask_keep: bool = True
+    """The condition's value where a score is kept."""
     row_any: str = ""
     """`any(scores != -inf)` per row, when the reference zeroes fully masked rows (as
     `scaled_dot_product_attention`'s math path does) instead of dividing 0 by 0; else ''."""

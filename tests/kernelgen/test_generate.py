@@ -29,7 +29,17 @@ Traced = dict[str, tuple[Problem, TraceSet]]
 #: as Triton GEMMs or as torch calls, convolutions channels-last.
 CPU_VARIANTS: dict[str, dict[str, int]] = {
     "default": {},
-    "looped": {"PERSISTENT_MAX": 16, "BLOCK_R": 16, "ROWS": 4, "FUSE_GEMM": 0, "LAYOUT_CONV": 1},
+    "looped": {
+        "PERSISTENT_MAX": 16,
+        "BLOCK_R": 16,
+        "ROWS": 4,
+        "FUSE_GEMM": 0,
+        "LAYOUT_CONV": 1,
+        # Attention in 16 x 16 tiles: programs whose rows have no key at all, and causal
+        # programs that skip the key blocks above the diagonal.
+        "FLASH_M": 16,
+        "FLASH_N": 16,
+    },
     "gemm-tf32": {"FUSE_GEMM": 1, "DOT_PRECISION": 1, "BLOCK_X": 64},
 }
 
@@ -61,7 +71,7 @@ def test_every_family_matches_the_reference_on_cuda(
         "default": {},
         "unfused-gemm": {"FUSE_GEMM": 0},
         "tf32x3": {"DOT_PRECISION": 2},
-        "looped": {"PERSISTENT_MAX": 1024, "BLOCK_R": 64},
+        "looped": {"PERSISTENT_MAX": 1024, "BLOCK_R": 64, "FLASH_M": 16, "FLASH_N": 16},
     }
     sources = {
         (name, variant): _generate(gen_problems, name, knobs, "cuda").source
@@ -140,6 +150,8 @@ def test_what_is_fused(gen_problems: Traced) -> None:
         cuda = _generate(gen_problems, name, {}, "cuda")  # 16-bit dots, as GPU attention
         assert "input_precision" not in cuda.source
         assert _generate(gen_problems, name, {"FLASH": 0}).kernels == 3
+        # Both masks depend on positions only: each program visits the key blocks they keep.
+        assert "for k0 in range(k_lo, k_hi, KBLOCK)" in flash.source
     stored = _generate(gen_problems, "attention_probs_out", {})
     assert "attention" not in stored.kinds and stored.kernels >= 2
     mlp = _generate(gen_problems, "swiglu_f16", {}, "cuda")
