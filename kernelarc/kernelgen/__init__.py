@@ -11,7 +11,9 @@ convolutions that run channels-last (`conv_layout`, the FUSE_CONV_BIAS and LAYOU
 kernels reading them walk memory order, `Space.order`, and an epilogue writing NCHW is a tile
 kernel, `Space.tiled`), split reductions with few outputs and long
 rows in two stages (`split_reductions`), schedule into torch calls and fused kernels
-(`schedule`, `emit`; a reduction over a dim that is not the last runs the column plan of
+(`schedule`, `emit`; softmax(scores) @ V with matmul scores is one online-softmax kernel,
+`attention`, whose key loop a position-only mask bounds, `attention_mask`; a reduction over
+a dim that is not the last runs the column plan of
 `space`; a cumsum or cumprod over the last dim is a row kernel on whole rows; embedding
 lookups and gathers are loads at a loaded index, `gathers`; a kernel past MAX_KERNEL_LOADS
 stores the value it recomputes most), render one plan per workload plus a dispatch on the
