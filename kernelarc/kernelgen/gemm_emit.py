@@ -20,7 +20,7 @@ import math
 from dataclasses import replace
 
 from kernelarc.kernelgen.graph_ir import Graph, Kind, Node, Ref
-from kernelarc.kernelgen.index_expr import Lin, Var, flat_index
+from kernelarc.kernelgen.index_expr import IndexExprError, Lin, Var, flat_index
 from kernelarc.kernelgen.kernel_types import (
     Buffer,
     KernelSource,
@@ -40,7 +40,7 @@ from kernelarc.kernelgen.space import (
     GemmSpace,
 )
 from kernelarc.kernelgen.values import INT32_LIMIT, Index, Scope, Val, ValueEmitter, as_dtype
-from kernelarc.kernelgen.views import broadcast_index
+from kernelarc.kernelgen.views import ViewError, broadcast_index, view_index
 
 _WIDENING = "prims.convert_element_type.default"
 _HALF = ("float16", "bfloat16")
@@ -69,7 +69,9 @@ class GemmEmitter(ValueEmitter):
         """The kernel storing every root (each at its place in the output tile)."""
         targets = []
         for ref in roots:
-            index = self.space.store_index(tuple(self.graph.meta(ref).shape))
+            index = self._root_index(ref) or self.space.store_index(
+                tuple(self.graph.meta(ref).shape)
+            )
             if index is None:
                 raise NeedMaterialize(ref.node, "does not match the matmul's output")
             targets.append((ref, index))
@@ -77,6 +79,33 @@ class GemmEmitter(ValueEmitter):
         for ref, index in targets:
             self._store(ref, index)
         return self._assemble([ref for ref, _ in targets])
+
+    def _root_index(self, ref: Ref) -> Index | None:
+        """The root's index at the tile's element, when the root is the matmul's output
+        through one-to-one views and same-shape pointwise ops (a transposed or reshaped
+        epilogue); None otherwise (then `store_index`: the same elements in row-major order)."""
+        node = self.graph.node(ref)
+        if node.name == self.space.anchor:
+            return self.space.output_index()
+        if ref.node in self.buffers and ref.node not in self.computed_here:
+            return None
+        shape = tuple(node.meta.shape)
+        if node.kind == Kind.VIEW and isinstance(node.args[0], Ref):
+            below = self._root_index(node.args[0])
+            if below is None:
+                return None
+            src_shape = tuple(self.graph.meta(node.args[0]).shape)
+            try:
+                return view_index(node.target, below, shape, src_shape, node.args[1:])
+            except (ViewError, IndexExprError):
+                return None
+        if node.kind == Kind.POINTWISE:
+            for arg in node.args:
+                if isinstance(arg, Ref) and tuple(self.graph.meta(arg).shape) == shape:
+                    found = self._root_index(arg)
+                    if found is not None:
+                        return found
+        return None
 
     def special_value(self, node: Node, index: Index) -> Val:
         """The accumulator, for the anchor read at the tile's own index."""

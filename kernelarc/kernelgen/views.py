@@ -2,7 +2,9 @@
 
 Place in the flow: when the emitter pulls a view node at an index, `source_index` gives the
 index of the source to pull instead; nothing is copied. Broadcasting of pointwise operands
-(`broadcast_index`) is the same kind of map.
+(`broadcast_index`) is the same kind of map. `view_index` is the inverse, for the views that
+have one (reshapes, permutes, (un)squeezes): a GEMM or attention kernel stores a root that is
+a permuted view of its tile (`o.transpose(1, 2).reshape(B, L, H * D)`) at the root's own index.
 """
 
 from collections.abc import Callable, Sequence
@@ -143,6 +145,44 @@ VIEWS: dict[str, ViewMap] = {
 
 VIEW_TARGETS = frozenset(VIEWS)
 """Targets whose value is its source's, re-indexed."""
+
+
+def _inverse_permute(index: Index, out: tuple[int, ...], args: Sequence[Any]) -> Index:
+    dims = [int(d) % len(out) for d in args[0]]
+    return tuple(index[d] for d in dims)
+
+
+def _inverse_unsqueeze(index: Index, out: tuple[int, ...], args: Sequence[Any]) -> Index:
+    dim = int(args[0]) % len(out)
+    return (*index[:dim], Lin(), *index[dim:])
+
+
+def view_index(
+    target: str,
+    index: Index,
+    out_shape: tuple[int, ...],
+    src_shape: tuple[int, ...],
+    args: Sequence[Any],
+) -> Index:
+    """The index of the view (shape `out_shape`) at which it reads its source at `index`; the
+    inverse of `source_index`, for views that have one.
+
+    Raises:
+        ViewError: the view is not one-to-one (expand, slice, select, repeat, ...).
+    """
+    mapping = VIEWS.get(target)
+    if mapping in (_reshape, _identity) or (mapping is _expand and out_shape == src_shape):
+        return unflatten(flat_index(index, src_shape), out_shape)
+    if mapping is _permute:
+        return _inverse_permute(index, out_shape, args)
+    if mapping is _transpose:
+        return _transpose(index, src_shape, out_shape, args)
+    if mapping is _unsqueeze:
+        return _inverse_unsqueeze(index, out_shape, args)
+    if mapping is _squeeze:
+        return unflatten(flat_index(index, src_shape), out_shape)
+    msg = f"{target} has no inverse index map"
+    raise ViewError(msg)
 
 
 def source_index(
