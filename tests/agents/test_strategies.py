@@ -177,9 +177,15 @@ def test_knob_ownership_by_name() -> None:
             "PERSISTENT",
             "FUSE_RESIDUAL",
             "ACC_DTYPE",
+            "FLASH",
+            "FLASH_N",
+            "FLASH_DOT16",
         )
     }
     assert owners == {
+        "FLASH": "fusion",
+        "FLASH_N": "tiling",
+        "FLASH_DOT16": "precision",
         "ROWS": "tiling",
         "BLOCK_M": "tiling",
         "BLOCK_K": "tiling",

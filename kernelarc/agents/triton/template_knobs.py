@@ -19,17 +19,18 @@ from kernelarc.problems.files import Problem
 #: (strategy, knob-name pattern), first match wins. Launch shape (warps, stages) is pipelining;
 #: contiguous row/column chunk widths (BLOCK_H of the norms, BLOCK_D of the gated activation),
 #: vector widths, the L2 swizzle (GROUP_M) and tensor layouts (LAYOUT_CONV) are memory access;
-#: a persistent grid (one program looping over many tiles) is fusion; rows per program (ROWS)
-#: and any other BLOCK_*/TILE_* knob (BLOCK_M/N/K, BLOCK_HEADS) are tiling.
+#: a persistent grid (one program looping over many tiles) and attention as one kernel (FLASH)
+#: are fusion; 16-bit attention dots (FLASH_DOT16) precision; rows per program (ROWS) and any
+#: other BLOCK_*/TILE_*/FLASH_* knob (BLOCK_M/N/K, BLOCK_HEADS, FLASH_M/N) are tiling.
 KNOB_OWNERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("pipelining", re.compile(r"^(NUM_WARPS|NUM_STAGES|NUM_CTAS|MAXNREG|WARP_SPEC\w*)$")),
     (
         "memory",
         re.compile(r"^(BLOCK_(H|D|V|COLS|INNER)|GROUP_\w+|VEC\w*|EVICT\w*|CACHE\w*|LAYOUT\w*)$"),
     ),
-    ("fusion", re.compile(r"FUSE|EPILOGUE|SPLIT|PERSISTENT")),
-    ("precision", re.compile(r"DTYPE|ACC|PRECISION|FAST_MATH|TF32")),
-    ("tiling", re.compile(r"^((BLOCK|TILE)_\w+|ROWS(_\w+)?)$")),
+    ("fusion", re.compile(r"FUSE|EPILOGUE|SPLIT|PERSISTENT|^FLASH$")),
+    ("precision", re.compile(r"DTYPE|ACC|PRECISION|FAST_MATH|TF32|DOT16")),
+    ("tiling", re.compile(r"^((BLOCK|TILE|FLASH)_\w+|ROWS(_\w+)?)$")),
 )
 #: Owner of a knob no name rule claims, by the library's `KnobDim.group`, so a knob a new
 #: template adds is always searched by someone.
