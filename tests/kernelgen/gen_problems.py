@@ -640,6 +640,36 @@ PROBLEMS: dict[str, Problem] = {
         ),
         [_w("b1-l33", {"B": 1, "L": 33}), _w("b2-l70", {"B": 2, "L": 70})],
     ),
+    # A sliding window (a lower and an upper key bound per row, both from positions), an ALiBi
+    # bias from a per-head slope input, and RMS-normalised Q and K (stored by a norm kernel,
+    # read by the attention kernel), in float32 from bfloat16 tensors.
+    "attention_window": (
+        _definition(
+            "attention_window",
+            {"B": {"type": "var"}, "L": {"type": "var"}},
+            {
+                "q": _t(["B", 4, "L", 32], "bfloat16"),
+                "k": _t(["B", 4, "L", 32], "bfloat16"),
+                "v": _t(["B", 4, "L", 32], "bfloat16"),
+                "slopes": _t([4]),
+            },
+            {"o": _t(["B", 4, "L", 32], "bfloat16")},
+            "import torch\n\n"
+            "def norm(t):\n"
+            "    t = t.float()\n"
+            "    return (t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + 1e-6)).bfloat16()\n\n"
+            "def run(q, k, v, slopes):\n"
+            "    q, k = norm(q), norm(k)\n"
+            "    n = q.shape[2]\n"
+            "    i = torch.arange(n, device=q.device)\n"
+            "    bias = slopes[:, None, None] * (i[None, :] - i[:, None]).float()[None]\n"
+            "    s = (q.float() @ k.float().transpose(-1, -2)) * 32 ** -0.5 + bias\n"
+            "    window = (i[None, :] <= i[:, None]) & (i[None, :] > i[:, None] - 16)\n"
+            "    s = s.masked_fill(~window, float('-inf'))\n"
+            "    return (s.softmax(-1) @ v.float()).to(torch.bfloat16)\n",
+        ),
+        [_w("b1-l50", {"B": 1, "L": 50}), _w("b2-l70", {"B": 2, "L": 70})],
+    ),
     # The probabilities are an output too: they are stored, so no online softmax.
     "attention_probs_out": (
         _definition(
