@@ -224,7 +224,11 @@ def _best_gen(row: dict[str, Any]) -> float | None:
 
 def _best_variant(row: dict[str, Any]) -> str | None:
     """The fastest variant that passed the workload's tolerance."""
-    timed = [(row[f"{v}_ms"], v) for v in VARIANTS if isinstance(row.get(f"{v}_ms"), float)]
+    timed = [
+        (row[f"{v}_ms"], v)
+        for v in VARIANTS
+        if isinstance(row.get(f"{v}_ms"), float) and f"{v}_same_as" not in row
+    ]
     return min(timed)[1] if timed else None
 
 
