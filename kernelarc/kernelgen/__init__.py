@@ -36,8 +36,9 @@ Why an own generator rather than Inductor's Triton or a Helion config search (is
   convolutions, max pooling and a few reductions; the team keeps the compiler agent for those.
   Since then pooling and depthwise convolutions are fused taps (`kernelarc.tracing`): on an
   H100 depthwise convolutions 2.1-21x, 3-d poolings 1.25-1.81x, 1-d poolings 0.80-0.84x; the
-  convolutions left to cuDNN, channels-last where the kernels can read them so, 0.54-0.88x
-  (their bias peeling not timed yet).
+  convolutions left to cuDNN, channels-last where the kernels can read them so and their bias
+  added in the kernels, 0.80-1.28x; attention written out by hand 3.78x (one online-softmax
+  kernel), but 0.40-0.52x of the fused attention that `scaled_dot_product_attention` calls.
 """
 
 from collections import Counter
