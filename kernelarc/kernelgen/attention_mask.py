@@ -15,11 +15,14 @@ keep -inf as it is. Any other shape of mask still works, with every key block vi
 from dataclasses import dataclass
 from typing import Any
 
-from kernelarc.kernelgen.graph_ir import Graph, Kind, Node, Ref
+from kernelarc.kernelgen.graph_ir import CONSTANT_TARGET, Graph, Kind, Node, Ref
 
 _CAST = "prims.convert_element_type.default"
 _SCALINGS = ("aten.mul.Tensor", "aten.mul.Scalar", "aten.div.Tensor", "aten.div.Scalar")
 _WHERE = "aten.where.self"
+#: Ops that pass a value through unchanged (a tensor constant of the reference is lifted and
+#: aliased before use).
+_COPIES = ("aten.lift_fresh_copy.default", "aten.alias.default", "aten.clone.default")
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
 #: What an index-only condition may be computed from.
 _INDEX_ONLY = (Kind.FACTORY, Kind.POINTWISE, Kind.VIEW)
@@ -81,10 +84,15 @@ def _constant(graph: Graph, value: Any) -> float | None:
     if not isinstance(value, Ref):
         return None
     node = graph.node(value)
+    while node.target in _COPIES and node.args and isinstance(node.args[0], Ref):
+        node = graph.node(node.args[0])
     if node.target == "aten.scalar_tensor.default" and node.args and _number(node.args[0]):
         return float(node.args[0])
     if node.target == "aten.full.default" and len(node.args) > 1 and _number(node.args[1]):
         return float(node.args[1])
+    values = node.args[0] if node.target == CONSTANT_TARGET and node.args else None
+    if isinstance(values, list | tuple) and len(values) == 1 and _number(values[0]):
+        return float(values[0])  # torch.tensor(float("-inf")) in the reference
     return None
 
 

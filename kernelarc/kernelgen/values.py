@@ -336,6 +336,9 @@ class ValueEmitter:
         start, step = _arange_bounds(node)
         position = index[0] if index else Lin()
         expr = f"({start} + {step} * ({position.code(self.names)}))"
+        if not position.variables():  # one element (a query row of one): a typed constant
+            value = start + step * position.const
+            return Val(f"tl.full([], {value!r}, {TL_DTYPE[dtype]})", compute_dtype(dtype))
         return self.assign(
             f"({expr}).to({TL_DTYPE[dtype]})", compute_dtype(dtype), position.variables()
         )

@@ -672,6 +672,28 @@ PROBLEMS: dict[str, Problem] = {
         ),
         [_w("b1-l50", {"B": 1, "L": 50}), _w("b2-l70", {"B": 2, "L": 70})],
     ),
+    # Decoding: one query row (or a few) against a longer key cache, causal with the cache's
+    # offset (tril with a diagonal), -inf from a tensor constant of the reference.
+    "attention_decode": (
+        _definition(
+            "attention_decode",
+            {"B": {"type": "var"}, "M": {"type": "var"}, "N": {"type": "var"}},
+            {
+                "q": _t(["B", 4, "M", 32], "bfloat16"),
+                "k": _t(["B", 4, "N", 32], "bfloat16"),
+                "v": _t(["B", 4, "N", 32], "bfloat16"),
+            },
+            {"o": _t(["B", 4, "M", 32], "bfloat16")},
+            "import torch\n\n"
+            "def run(q, k, v):\n"
+            "    m, n = q.shape[2], k.shape[2]\n"
+            "    keep = torch.ones(m, n, dtype=torch.bool, device=q.device).tril(n - m)\n"
+            "    s = (q @ k.transpose(-1, -2)).float() * 32 ** -0.5\n"
+            "    s = torch.where(keep, s, torch.tensor(float('-inf'), device=q.device))\n"
+            "    return torch.softmax(s, -1).to(v.dtype) @ v\n",
+        ),
+        [_w("b1-m1", {"B": 1, "M": 1, "N": 77}), _w("b2-m5", {"B": 2, "M": 5, "N": 130})],
+    ),
     # The probabilities are an output too: they are stored, so no online softmax.
     "attention_probs_out": (
         _definition(

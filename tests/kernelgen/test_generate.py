@@ -152,8 +152,10 @@ def test_what_is_fused(gen_problems: Traced) -> None:
         assert _generate(gen_problems, name, {"FLASH": 0}).kernels == 3
         # Both masks depend on positions only: each program visits the key blocks they keep.
         assert "for k0 in range(k_lo, k_hi, KBLOCK)" in flash.source
-    window = _generate(gen_problems, "attention_window", {})
-    assert "attention" in window.kinds and "for k0 in range(k_lo, k_hi, KBLOCK)" in window.source
+    for name in ("attention_window", "attention_decode"):
+        bounded = _generate(gen_problems, name, {})
+        assert "attention" in bounded.kinds
+        assert "for k0 in range(k_lo, k_hi, KBLOCK)" in bounded.source
     stored = _generate(gen_problems, "attention_probs_out", {})
     assert "attention" not in stored.kinds and stored.kernels >= 2
     mlp = _generate(gen_problems, "swiglu_f16", {}, "cuda")
