@@ -41,6 +41,7 @@ DA_NAME = "da"
 DB_NAME = "db"
 """The head dim along the key tile's rows."""
 _HALF = ("float16", "bfloat16")
+MINUS_INF = 'float("-inf")'
 
 
 class AttentionEmitter(GemmEmitter):
@@ -59,6 +60,13 @@ class AttentionEmitter(GemmEmitter):
         self.attention = space
         self.names |= {DA_NAME: "da", DB_NAME: "db"}
         self.masks |= {DA_NAME: "damask", DB_NAME: "dbmask"}
+        # Keys in whole blocks (or a head dim that is a power of two): no mask along them, so
+        # no select per score and no masked loads in the loop.
+        self._ragged_keys = space.k % max(launch.kblock, 1) != 0
+        if not self._ragged_keys:
+            del self.masks[KA_NAME], self.masks[KB_NAME]
+        if space.d == _dblock(space.d):
+            del self.masks[DA_NAME], self.masks[DB_NAME]
         self._score: tuple[Index, Val] | None = None
         self._stats: dict[str, Index] = {}
         self._mask_at: set[Index] = set()
@@ -73,17 +81,18 @@ class AttentionEmitter(GemmEmitter):
         if node.name in (self.attention.row_max, self.attention.row_sum):
             return self._statistic(node, index)
         if node.name and node.name == self.attention.row_any:
-            # Whether the row has a finite score so far: where it has none, every
-            # probability so far is exp(-inf) = 0 whatever the guard selects.
-            self.value(Ref(self.attention.row_max), index)
-            return Val('(m_new > float("-inf"))', "bool", frozenset({X_NAME, KA_NAME}))
+            # Whether the row has a finite score: in the loop, True will do. Where the row has
+            # none so far, every probability so far is exp(-inf - 0) = 0 whichever way the
+            # guard selects; a row with none at all ends with l_i = 0, which the end of the
+            # kernel turns into 0 as the guard does.
+            return Val("True", "bool")
         return super().special_value(node, index)
 
     # -- the key loop ------------------------------------------------------------------------
     def _accumulate(self, node: Node) -> Val:
         space = self.attention
         graph = self.graph
-        dblock = max(16, next_pow2(space.d))
+        dblock = _dblock(space.d)
         z = Lin.of(Var(Z_NAME, space.batch))
         rows = Lin.of(Var(X_NAME, space.m))
         keys = Lin.of(Var(KA_NAME, space.k))
@@ -126,7 +135,7 @@ class AttentionEmitter(GemmEmitter):
         if narrow:
             probs = self._rounded(probs, narrow)
             v = self._rounded(v, narrow)
-        p_code = f"tl.broadcast_to(tl.where(kamask, {probs.code}, 0), (XBLOCK, KBLOCK))"
+        p_code = f"tl.broadcast_to({self._in_keys(probs.code, '0')}, (XBLOCK, KBLOCK))"
         v_code = f"tl.broadcast_to({v.code}, (KBLOCK, RBLOCK))"
         update = self._plain_dot(Val(p_code, probs.dtype), Val(v_code, v.dtype), "acc * alpha")
         self.loop.lines.append(f"acc = {update}")
@@ -153,7 +162,7 @@ class AttentionEmitter(GemmEmitter):
         at = (*index[:-1], Lin.of(Var(KA_NAME, self.attention.k)))
         row = self.value(node.args[0], at)  # the sum's exponentials read the maximum first
         if node.name == self.attention.row_max:
-            block_max = f'tl.max(tl.where(kamask, {row.code}, float("-inf")), 1)[:, None]'
+            block_max = f"tl.max({self._in_keys(row.code, MINUS_INF)}, 1)[:, None]"
             loop.lines += [
                 f"m_new = tl.maximum(m_i, {block_max})",
                 'm_safe = tl.where(m_new == float("-inf"), 0.0, m_new)',
@@ -162,9 +171,8 @@ class AttentionEmitter(GemmEmitter):
             return Val("m_safe", "float32", frozenset({X_NAME, KA_NAME}))
         if self.attention.row_max not in self._stats:
             raise NeedMaterialize(node.name, "summed before the row maximum is known")
-        loop.lines.append(
-            f"l_i = l_i * alpha + tl.sum(tl.where(kamask, {row.code}, 0.0), 1)[:, None]"
-        )
+        total = f"tl.sum({self._in_keys(row.code, '0.0')}, 1)[:, None]"
+        loop.lines.append(f"l_i = l_i * alpha + {total}")
         return Val("1.0", "float32")
 
     def value(self, ref: Ref, index: Index) -> Val:
@@ -230,6 +238,10 @@ class AttentionEmitter(GemmEmitter):
             return val
         return self.assign(f"({val.code}).to({TL_DTYPE[dtype]})", dtype, val.vars)
 
+    def _in_keys(self, code: str, other: str) -> str:
+        """`code` where the key exists, `other` past the last key (ragged key counts only)."""
+        return f"tl.where(kamask, {code}, {other})" if self._ragged_keys else code
+
     def _plain_dot(self, a: Val, b: Val, acc: str = "") -> str:
         tail = f", {acc}" if acc else ""
         if a.dtype == b.dtype and a.dtype in _HALF and self.launch.half_dot:
@@ -245,6 +257,11 @@ class AttentionEmitter(GemmEmitter):
         stage = self.launch.kblock * (dblock + self.launch.rblock) * size
         fits = max(1, (SHARED_MEMORY_BYTES - resident) // max(stage, 1))
         return replace(self.launch, num_stages=min(self.launch.num_stages, fits))
+
+
+def _dblock(d: int) -> int:
+    """The head dim's tile width: a power of two, at least 16 (tl.dot's least)."""
+    return max(16, next_pow2(d))
 
 
 __all__ = ["AttentionEmitter"]
