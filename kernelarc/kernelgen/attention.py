@@ -16,7 +16,7 @@ turns the same references into a flash-attention call. A graph that does not mat
 keeps the three-kernel plan: nothing here is a guess.
 """
 
-from kernelarc.kernelgen.attention_mask import index_mask
+from kernelarc.kernelgen.attention_mask import constant_value, index_mask
 from kernelarc.kernelgen.gemm_emit import gemm_space
 from kernelarc.kernelgen.graph_ir import Graph, Kind, Node, Ref
 from kernelarc.kernelgen.space import AttentionSpace
@@ -29,6 +29,8 @@ _BMM = "aten.bmm.default"
 _THROUGH = (Kind.POINTWISE, Kind.VIEW, Kind.FACTORY)
 #: Nodes read as they are (graph inputs, scalars, constants, torch calls' results).
 _LEAVES = (Kind.INPUT, Kind.SCALAR, Kind.CONSTANT, Kind.EXTERN)
+_CAST = "prims.convert_element_type.default"
+_NOT = ("aten.logical_not.default", "aten.bitwise_not.default")
 
 
 def attention_space(graph: Graph, node: Node, materialized: set[str]) -> AttentionSpace | None:
@@ -66,6 +68,8 @@ def attention_space(graph: Graph, node: Node, materialized: set[str]) -> Attenti
         return None
     if {score.name, row_max.name, row_sum.name, row_any} & materialized:
         return None
+    if not _softmax_form(graph, probs, row_max, row_sum, row_any):
+        return None
     inside = _between(graph, probs, {score.name}, materialized) | {score.name}
     readers = inside | {node.name}
     if any(u not in readers for n in inside for u in graph.users.get(n, ())):
@@ -86,6 +90,52 @@ def attention_space(graph: Graph, node: Node, materialized: set[str]) -> Attenti
         row_sum=row_sum.name,
         row_any=row_any,
     )
+
+
+def _softmax_form(graph: Graph, probs: Ref, row_max: Node, row_sum: Node, row_any: str) -> bool:
+    """The probabilities are exactly `exp(s - max(s)) / sum(exp(s - max(s)))` of the scores the
+    maximum reads, through views and casts, and at most the finite-row guard (`where(no finite
+    score, 0, p)`): the only form the online softmax computes. A temperature after the
+    maximum, a sum plus one, a numerator of other scores than the maximum's or a guard with
+    another fallback than 0 are something else."""
+    exps = row_sum.args[0]
+    exp = graph.node(exps)
+    shifted = graph.node(exp.args[0]) if exp.args and isinstance(exp.args[0], Ref) else None
+    if (
+        exp.target != "aten.exp.default"
+        or shifted is None
+        or shifted.target != "aten.sub.Tensor"
+        or tuple(shifted.args) != (row_max.args[0], Ref(row_max.name))
+    ):
+        return False
+    node = graph.node(probs)
+    while True:
+        source = node.args[0] if node.args and isinstance(node.args[0], Ref) else None
+        if source is not None and (node.kind == Kind.VIEW or node.target == _CAST):
+            node = graph.node(source)
+            continue
+        kept = _guarded(graph, node, row_any) if row_any else None
+        if kept is None:
+            break
+        node = graph.node(kept)
+    return node.target == "aten.div.Tensor" and tuple(node.args) == (exps, Ref(row_sum.name))
+
+
+def _guarded(graph: Graph, node: Node, row_any: str) -> Ref | None:
+    """The probabilities a finite-row guard passes on: `where(not any, 0, p)` or
+    `where(any, p, 0)` gives p; anything else None."""
+    if node.target != "aten.where.self" or len(node.args) != 3:
+        return None
+    condition, when_true, when_false = node.args
+    if not isinstance(condition, Ref):
+        return None
+    test = graph.node(condition)
+    negated = test.target in _NOT and test.args and test.args[0] == Ref(row_any)
+    if negated and constant_value(graph, when_true) == 0.0 and isinstance(when_false, Ref):
+        return when_false
+    if condition == Ref(row_any) and constant_value(graph, when_false) == 0.0:
+        return when_true if isinstance(when_true, Ref) else None
+    return None
 
 
 def _finite_row_guard(graph: Graph, node: Node, scores: Ref) -> bool:

@@ -16,18 +16,20 @@ and after the loop `acc / l_i` is the P @ V matmul's value, on which its own epi
 row maximum and row sum nodes get those values (`special_value`), the sum's value inside the
 loop being 1, so the probabilities the reference divides by the sum are the unnormalised ones
 and the division happens once per row at the end, which is exact up to rounding because the
-sum does not change along the keys. With the FLASH_DOT16 knob, when Q, K and V are computed
-from tensors of one 16-bit dtype (a reference that widens them to float32, as the math path of
-`scaled_dot_product_attention` does on the CPU), the dot operands are rounded to that dtype, as
-the fused attention kernels torch calls on a GPU compute them; off, they stay float32 and the
-DOT_PRECISION knob applies. A fully masked row gives 0 / 0 = NaN, as the reference's
-softmax of a row of -inf does.
+sum does not change along the keys. With the FLASH_DOT16 knob, a float32 dot operand that is a
+16-bit tensor widened (as the math path of `scaled_dot_product_attention` does on the CPU),
+through views and scalings by at most 1 in magnitude, is rounded back to 16 bits, as the fused
+attention kernels torch calls on a GPU compute: Q and K when both are, the probabilities with V
+when V is. An exact widening loses nothing and a scaled-down value cannot overflow; any other
+operand stays float32 under the DOT_PRECISION knob. A fully masked row gives 0 / 0 = NaN, as
+the reference's softmax of a row of -inf does.
 """
 
 from dataclasses import replace
 
+from kernelarc.kernelgen.attention_mask import constant_value
 from kernelarc.kernelgen.gemm_emit import GemmEmitter, operands
-from kernelarc.kernelgen.graph_ir import Graph, Node, Ref
+from kernelarc.kernelgen.graph_ir import Graph, Kind, Node, Ref
 from kernelarc.kernelgen.index_expr import Lin, Var
 from kernelarc.kernelgen.kernel_types import Buffer, Launch, NeedMaterialize
 from kernelarc.kernelgen.knobs import SHARED_MEMORY_BYTES, next_pow2
@@ -41,6 +43,9 @@ DA_NAME = "da"
 DB_NAME = "db"
 """The head dim along the key tile's rows."""
 _HALF = ("float16", "bfloat16")
+_CAST = "prims.convert_element_type.default"
+_MULS = ("aten.mul.Tensor", "aten.mul.Scalar")
+_DIVS = ("aten.div.Tensor", "aten.div.Scalar")
 MINUS_INF = 'float("-inf")'
 
 
@@ -85,7 +90,7 @@ class AttentionEmitter(GemmEmitter):
             # none so far, every probability so far is exp(-inf - 0) = 0 whichever way the
             # guard selects; a row with none at all ends with l_i = 0, which the end of the
             # kernel turns into 0 as the guard does.
-            return Val("True", "bool")
+            return Val("tl.full([], 1, tl.int1)", "bool")  # a tensor: `~` of it is False
         return super().special_value(node, index)
 
     # -- the key loop ------------------------------------------------------------------------
@@ -114,8 +119,8 @@ class AttentionEmitter(GemmEmitter):
         self.loop_vars = frozenset({KA_NAME, KB_NAME})
         kt = self._dot_operand(k_ref, (z, Lin.of(Var(DB_NAME, space.d)), keys))
         kt = replace(kt, code=f"tl.broadcast_to({kt.code}, ({dblock}, KBLOCK))")
-        narrow = self._narrow_dtype(space) if self.launch.dot16 else ""
-        if narrow:
+        narrow = self._narrowable(q_ref) if self.launch.dot16 else ""
+        if narrow and narrow == self._narrowable(k_ref):
             q = self._rounded(q, narrow)
             kt = self._rounded(kt, narrow)
         self.launch = self._fit_stages(dblock, q.dtype)
@@ -132,7 +137,8 @@ class AttentionEmitter(GemmEmitter):
         v = self._dot_operand(
             v_ref, (z, Lin.of(Var(KB_NAME, space.k)), Lin.of(Var(R_NAME, space.n)))
         )
-        if narrow:
+        narrow = self._narrowable(v_ref) if self.launch.dot16 else ""
+        if narrow:  # the probabilities are in [0, 1]: 16 bits hold them as GPU attention does
             probs = self._rounded(probs, narrow)
             v = self._rounded(v, narrow)
         p_code = f"tl.broadcast_to({self._in_keys(probs.code, '0')}, (XBLOCK, KBLOCK))"
@@ -212,26 +218,25 @@ class AttentionEmitter(GemmEmitter):
         ]
         return ("k_lo", "k_hi")
 
-    def _narrow_dtype(self, space: AttentionSpace) -> str:
-        """The 16-bit dtype every tensor Q, K and V are computed from has, or ''."""
-        found: set[str] = set()
-        stack = [
-            ref
-            for name in (space.score, space.anchor)
-            for ref in operands(self.graph.nodes[name])[:2]
-        ]
-        seen: set[str] = set()
-        while stack:
-            ref = stack.pop()
+    def _narrowable(self, ref: Ref) -> str:
+        """The 16-bit dtype of the buffer `ref` widens, through views and scalings by at most
+        1 in magnitude (`scaled_dot_product_attention`'s scale on Q and K), or ''. Rounding
+        such a value back to 16 bits cannot overflow; an exact widening loses nothing."""
+        while not self.is_buffer(ref):
             node = self.graph.node(ref)
-            if node.name in seen or node.name in (space.row_max, space.row_sum, space.row_any):
-                continue
-            seen.add(node.name)
-            if self.is_buffer(ref):
-                found.add(self.graph.meta(ref).dtype)
-            elif node.name != space.score:
-                stack.extend(node.refs())
-        return found.pop() if len(found) == 1 and found <= set(_HALF) else ""
+            source = node.args[0] if node.args and isinstance(node.args[0], Ref) else None
+            factor = constant_value(self.graph, node.args[1]) if len(node.args) > 1 else None
+            scaled_down = factor is not None and (
+                (node.target in _MULS and abs(factor) <= 1)
+                or (node.target in _DIVS and abs(factor) >= 1)
+            )
+            if source is None or not (
+                node.kind == Kind.VIEW or node.target == _CAST or scaled_down
+            ):
+                return ""
+            ref = source
+        dtype = self.graph.meta(ref).dtype
+        return dtype if dtype in _HALF else ""
 
     def _rounded(self, val: Val, dtype: str) -> Val:
         if val.dtype == dtype:

@@ -50,7 +50,7 @@ def index_mask(graph: Graph, scores: Ref) -> IndexMask | None:
         if node.target == _CAST and node.meta.dtype in _FLOATS:
             node = graph.node(source)
             continue
-        factor = _constant(graph, node.args[1]) if len(node.args) > 1 else None
+        factor = constant_value(graph, node.args[1]) if len(node.args) > 1 else None
         if node.target in _SCALINGS and factor is not None and factor > 0:
             node = graph.node(source)
             continue
@@ -78,7 +78,8 @@ def _where_minus_inf(graph: Graph, node: Node, *, other_zero: bool = False) -> I
     return None
 
 
-def _constant(graph: Graph, value: Any) -> float | None:
+def constant_value(graph: Graph, value: Any) -> float | None:
+    """The number `value` stands for: a literal, or a constant node (through copies); else None."""
     if _number(value):
         return float(value)
     if not isinstance(value, Ref):
@@ -97,11 +98,11 @@ def _constant(graph: Graph, value: Any) -> float | None:
 
 
 def _minus_inf(graph: Graph, value: Any) -> bool:
-    return _constant(graph, value) == float("-inf")
+    return constant_value(graph, value) == float("-inf")
 
 
 def _zero(graph: Graph, value: Any) -> bool:
-    return _constant(graph, value) == 0.0
+    return constant_value(graph, value) == 0.0
 
 
 def _number(value: Any) -> bool:

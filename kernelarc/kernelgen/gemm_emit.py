@@ -186,6 +186,9 @@ class GemmEmitter(ValueEmitter):
         16 bits, as the reference's matmul gets it, which is also the tensor cores' fast path
         (computed in float32, a 16-bit operand is rounded once)."""
         val = self.value(ref, index)
+        mask = self.mask(val.vars)
+        if mask:  # a padded lane's prologue of loaded zeros may be 0 / 0; the dot needs a 0
+            val = self.assign(f"tl.where({mask}, {val.code}, 0)", val.dtype, val.vars)
         dtype = self.graph.meta(ref).dtype
         if dtype not in _HALF or val.dtype == dtype:
             return val
