@@ -72,7 +72,13 @@ def attention_space(graph: Graph, node: Node, materialized: set[str]) -> Attenti
         return None
     inside = _between(graph, probs, {score.name}, materialized) | {score.name}
     readers = inside | {node.name}
-    if any(u not in readers for n in inside for u in graph.users.get(n, ())):
+    # Only what is computed from the scores must be read nowhere else; a mask or bias made
+    # from positions or other inputs (one causal mask for every layer) is recomputed here.
+    from_scores = _from_scores(graph, inside, score.name)
+    outputs = {out.node for out in graph.outputs if isinstance(out, Ref)}
+    if from_scores & outputs or any(
+        u not in readers for n in from_scores for u in graph.users.get(n, ())
+    ):
         return None  # a score, maximum, sum or probability is read elsewhere: stored anyway
     mask = index_mask(graph, row_max.args[0])
     return AttentionSpace(
@@ -184,6 +190,15 @@ def _frontier(graph: Graph, start: Ref, materialized: set[str]) -> list[Node]:
         stack.extend(ref.node for ref in node.refs())
     order = list(graph.nodes)
     return sorted(found.values(), key=lambda n: order.index(n.name))
+
+
+def _from_scores(graph: Graph, inside: set[str], score: str) -> set[str]:
+    """The nodes of `inside` computed from `score` (itself included)."""
+    found = {score}
+    for name in graph.nodes:  # graph order: operands before their users
+        if name in inside and any(ref.node in found for ref in graph.nodes[name].refs()):
+            found.add(name)
+    return found
 
 
 def _between(graph: Graph, start: Ref, stop: set[str], materialized: set[str]) -> set[str]:

@@ -330,6 +330,27 @@ PROBLEMS: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {
         ),
         _ws(_F32, _w("l21", {"L": 21})),
     ),
+    # Two layers of attention with one causal mask (made once, read by both): both are
+    # attention kernels, the mask recomputed in each; a third reads the second's scores too
+    # (they are an output): not an attention.
+    "ha_shared_mask": (
+        _definition(
+            "ha_shared_mask",
+            {**_var("B"), **_const(H=2, L=40, D=16)},
+            _qkv(),
+            {"o": _t(_BHLD), "s2": _t(["B", "H", "L", "L"])},
+            _IMPORTS + "def run(q, k, v):\n"
+            "    n = q.shape[2]\n"
+            "    keep = torch.ones(n, n, dtype=torch.bool, device=q.device).tril()\n"
+            "    s = (q @ k.transpose(-1, -2)) * 0.25\n"
+            "    h = torch.softmax(s.masked_fill(~keep, float('-inf')), -1) @ v\n"
+            "    s = (h @ k.transpose(-1, -2)) * 0.25\n"
+            "    h = torch.softmax(s.masked_fill(~keep, float('-inf')), -1) @ v\n"
+            "    s2 = (h @ k.transpose(-1, -2)) * 0.25\n"
+            "    return torch.softmax(s2, -1) @ v, s2\n",
+        ),
+        _ws(_F32, _w("b1", {"B": 1})),
+    ),
     # Four things that look like a softmax but are not one (review of 2026-12-06: each was
     # taken for an attention and computed wrongly): a sum plus one, a temperature after the
     # maximum, a numerator of unmasked scores beside a masked maximum, and a guard whose
@@ -404,6 +425,7 @@ ATTENTIONS = {
     "ha_epilogues": 4,
     "ha_mqa": 2,
     "ha_guards_and_ranges": 2,
+    "ha_shared_mask": 2,
 }
 #: Problems no attention kernel may serve (ha_perm's matmuls pass the matcher, the emitter
 #: refuses them: the probabilities are read at other indices than the score tile's).
