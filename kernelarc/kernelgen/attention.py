@@ -3,8 +3,11 @@
 Place in the flow: the scheduler asks `attention_space` for every batched matmul it anchors a
 kernel on (`schedule._gemm`, knob FLASH). When the matmul's first operand is a softmax over
 the last dim of scores that come from another batched matmul through pointwise ops only (a
-scale, a causal or padding mask, a bias, dtype casts), and nothing else reads the scores,
-their row maxima or sums, the matmul gets an `AttentionSpace` and `attention_emit` writes the
+scale, a causal or padding mask, a bias, dtype casts), in exactly the form
+`exp(s - max(s)) / sum(exp(s - max(s)))` (at most behind the finite-row guard of
+`scaled_dot_product_attention`'s math path), and nothing else reads what is computed from the
+scores (a mask or bias made from positions or other inputs may be shared: it is recomputed),
+the matmul gets an `AttentionSpace` and `attention_emit` writes the
 online-softmax kernel (as FlashAttention): per block of query rows, a loop over blocks of keys
 computes the score tile with `tl.dot`, runs the score ops on it, keeps a running row maximum
 and sum, and accumulates the probabilities times V, rescaled when the maximum grows.
