@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from gen_problems import PROBLEMS, trace_dirs, write_problem
+from gen_problems import PROBLEMS, traced_problems
 
-from kernelarc.problems.files import Problem, load_problem
+from kernelarc.problems.files import Problem
 from kernelarc.schema.op_graph import TraceSet
 
 CHECKER = Path(__file__).with_name("gen_check.py")
@@ -20,12 +20,7 @@ CHECKER = Path(__file__).with_name("gen_check.py")
 def gen_problems(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Problem, TraceSet]]:
     """Every test problem with its traced graphs."""
     root = tmp_path_factory.mktemp("gen_problems")
-    dirs = [write_problem(root, name) for name in PROBLEMS]
-    trace_dirs(dirs)
-    return {
-        d.name: (load_problem(d), TraceSet.model_validate_json((d / "traces.json").read_text()))
-        for d in dirs
-    }
+    return traced_problems(root, PROBLEMS)
 
 
 @pytest.fixture(scope="session")

@@ -746,3 +746,17 @@ def trace_dirs(dirs: list[Path]) -> None:
     subprocess.run(
         [sys.executable, "-c", _TRACE_ALL, *map(str, dirs)], check=True, env=env, timeout=900
     )
+
+
+def traced_problems(root: Path, problems: dict[str, Problem]) -> dict[str, tuple[Any, Any]]:
+    """Each problem written under `root`, traced (one subprocess for all) and loaded: name ->
+    (kernelarc Problem, TraceSet)."""
+    from kernelarc.problems.files import load_problem
+    from kernelarc.schema.op_graph import TraceSet
+
+    dirs = [write_problem(root, name, problem) for name, problem in problems.items()]
+    trace_dirs(dirs)
+    return {
+        d.name: (load_problem(d), TraceSet.model_validate_json((d / "traces.json").read_text()))
+        for d in dirs
+    }

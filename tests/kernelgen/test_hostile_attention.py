@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from gen_problems import _definition, _t, _w, trace_dirs, write_problem
+from gen_problems import _definition, _t, _w, traced_problems
 from reference_check import assert_match_reference
 
 from kernelarc.kernelgen import Generated, default_knobs, generate
@@ -28,7 +28,7 @@ from kernelarc.kernelgen.attention import attention_space
 from kernelarc.kernelgen.graph_build import build_graph
 from kernelarc.kernelgen.graph_ir import Kind
 from kernelarc.kernelgen.space import AttentionSpace
-from kernelarc.problems.files import Problem, load_problem
+from kernelarc.problems.files import Problem
 from kernelarc.schema.op_graph import TraceSet
 
 Traced = dict[str, tuple[Problem, TraceSet]]
@@ -445,12 +445,7 @@ VARIANTS: dict[str, dict[str, int]] = {
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> Traced:
     root = tmp_path_factory.mktemp("hostile_attention")
-    dirs = [write_problem(root, name, problem) for name, problem in PROBLEMS.items()]
-    trace_dirs(dirs)
-    return {
-        d.name: (load_problem(d), TraceSet.model_validate_json((d / "traces.json").read_text()))
-        for d in dirs
-    }
+    return traced_problems(root, PROBLEMS)
 
 
 def _generate(traced: Traced, name: str, knobs: dict[str, int]) -> Generated:
