@@ -21,7 +21,7 @@ keeps the three-kernel plan: nothing here is a guess.
 
 from kernelarc.kernelgen.attention_mask import constant_value, index_mask
 from kernelarc.kernelgen.gemm_emit import gemm_space
-from kernelarc.kernelgen.graph_ir import Graph, Kind, Node, Ref
+from kernelarc.kernelgen.graph_ir import Graph, Kind, Node, Ref, walk_up
 from kernelarc.kernelgen.space import AttentionSpace
 
 #: Largest head dim (of Q/K and of V) held in one tile: a program keeps a [rows x D] query
@@ -177,22 +177,17 @@ def _last_dim_reduction(graph: Graph, node: Node, op: str, keys: int) -> bool:
 def _frontier(graph: Graph, start: Ref, materialized: set[str]) -> list[Node]:
     """The first nodes that are neither pointwise, views nor factories on every path up from
     `start` (stored values and graph inputs among them), once each, in graph order."""
-    found: dict[str, Node] = {}
-    seen: set[str] = set()
-    stack = [start.node]
-    while stack:
-        name = stack.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        node = graph.nodes[name]
-        if name in materialized or node.kind not in _THROUGH:
-            if name in materialized or node.kind not in _LEAVES:
-                found[name] = node
-            continue
-        stack.extend(ref.node for ref in node.refs())
+
+    def through(node: Node) -> bool:
+        return node.name not in materialized and node.kind in _THROUGH
+
+    found = [
+        node
+        for node in walk_up(graph, start.node, through)
+        if not through(node) and (node.name in materialized or node.kind not in _LEAVES)
+    ]
     order = list(graph.nodes)
-    return sorted(found.values(), key=lambda n: order.index(n.name))
+    return sorted(found, key=lambda n: order.index(n.name))
 
 
 def _from_scores(graph: Graph, inside: set[str], score: str) -> set[str]:
@@ -207,15 +202,8 @@ def _from_scores(graph: Graph, inside: set[str], score: str) -> set[str]:
 def _between(graph: Graph, start: Ref, stop: set[str], materialized: set[str]) -> set[str]:
     """Every node computed from `start` up to (not beyond) `stop` and the buffers: the score
     ops, the reductions and the probabilities."""
-    inside: set[str] = set()
-    stack = [start.node]
-    while stack:
-        name = stack.pop()
-        node = graph.nodes[name]
-        if name in inside or name in stop or name in materialized:
-            continue
-        if node.kind in _LEAVES:
-            continue
-        inside.add(name)
-        stack.extend(ref.node for ref in node.refs())
-    return inside
+
+    def inside(node: Node) -> bool:
+        return node.name not in stop and node.name not in materialized and node.kind not in _LEAVES
+
+    return {node.name for node in walk_up(graph, start.node, inside) if inside(node)}

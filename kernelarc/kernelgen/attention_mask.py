@@ -15,7 +15,7 @@ keep -inf as it is. Any other shape of mask still works, with every key block vi
 from dataclasses import dataclass
 from typing import Any
 
-from kernelarc.kernelgen.graph_ir import CONSTANT_TARGET, Graph, Kind, Node, Ref
+from kernelarc.kernelgen.graph_ir import CONSTANT_TARGET, Graph, Kind, Node, Ref, walk_up
 
 _CAST = "prims.convert_element_type.default"
 _SCALINGS = ("aten.mul.Tensor", "aten.mul.Scalar", "aten.div.Tensor", "aten.div.Scalar")
@@ -111,14 +111,8 @@ def _number(value: Any) -> bool:
 
 def _positions_only(graph: Graph, start: Ref) -> bool:
     """`start` reads no tensor: only index ranges, constants and ops on them."""
-    stack, seen = [start.node], set()
-    while stack:
-        name = stack.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        node = graph.nodes[name]
-        if node.kind not in _INDEX_ONLY:
-            return False
-        stack.extend(ref.node for ref in node.refs())
-    return True
+
+    def index_only(node: Node) -> bool:
+        return node.kind in _INDEX_ONLY
+
+    return all(index_only(node) for node in walk_up(graph, start.node, index_only))

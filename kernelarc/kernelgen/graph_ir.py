@@ -8,7 +8,7 @@ scheduler and the emitter only know those primitives. This module imports neithe
 both import it one way.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -206,6 +206,22 @@ def index_users(graph: Graph) -> None:
     for node in graph.nodes.values():
         for ref in node.refs():
             graph.users.setdefault(ref.node, set()).add(node.name)
+
+
+def walk_up(graph: Graph, start: str, through: Callable[[Node], bool]) -> Iterator[Node]:
+    """Every node reached from `start` towards its operands, each once, `start` first; the
+    operands of a node are visited only when `through(node)` holds."""
+    seen: set[str] = set()
+    stack = [start]
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        node = graph.nodes[name]
+        yield node
+        if through(node):
+            stack.extend(ref.node for ref in node.refs())
 
 
 def is_float(dtype: str) -> bool:
