@@ -29,6 +29,7 @@ from kernelarc.agents.triton.kernel_template import (
     Knobs,
     render_source,
 )
+from kernelarc.agents.triton.template_graph import confirm_match
 from kernelarc.agents.triton.template_matchers import (
     TemplateMatch,
     find_activation,
@@ -44,6 +45,7 @@ from kernelarc.agents.triton.template_matchers import (
     probe_shapes,
     torch_dtype,
 )
+from kernelarc.kernelgen.traces import load_traces, workload_files
 from kernelarc.problems.files import Problem
 from kernelarc.schema import Definition
 
@@ -346,12 +348,25 @@ def template_named(family: str) -> KernelTemplate:
 def match_template(
     problem: Problem | Definition,
 ) -> tuple[KernelTemplate, TemplateMatch] | list[str]:
-    """The first template that fits the problem, or one reason per template for why none does."""
+    """The first template that fits the problem, or one reason per template for why none does.
+
+    For a `Problem` whose reference traces (`kernelgen.traces`), a match must also agree with
+    the traced graph (`template_graph.confirm_match`), which sets the GEMM's operand layout; a
+    bare `Definition`, or a reference that does not trace, is matched on its text alone."""
     definition = problem.definition if isinstance(problem, Problem) else problem
     reasons: list[str] = []
     for template in TEMPLATES:
-        result = template.bind(definition)
+        result: TemplateMatch | str = template.bind(definition)
+        if isinstance(result, TemplateMatch) and isinstance(problem, Problem):
+            result = _confirmed(problem, result)
         if isinstance(result, TemplateMatch):
             return template, result
         reasons.append(f"{template.family}: {result}")
     return reasons
+
+
+def _confirmed(problem: Problem, match: TemplateMatch) -> TemplateMatch | str:
+    traces = load_traces(problem.path, workload_files(problem.path))
+    if isinstance(traces, str):
+        return match
+    return confirm_match(match, traces)
