@@ -11,6 +11,7 @@ directory (`sandbox.build_cache_dir`).
 
 import logging
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,16 +61,27 @@ class HostCaches:
         """Write the staged files into the runner's dir; `owner` (uid, gid) gets the JIT dirs
         (None: the runner runs as this user). A failure costs a cold cache, never a verdict."""
         jit_files = prepared.jit.files if prepared.jit is not None else {}
+        notes: list[str] = []
         try:
             for path, data in {**prepared.build.files, **jit_files}.items():
-                write_below(workdir, path.split("/"), data)
-            if owner is not None:
-                for top in {path.split("/")[0] for path in jit_files}:
-                    _give(workdir / top, owner)
+                try:
+                    write_below(workdir, path.split("/"), data)
+                except FileExistsError:
+                    # The runner made it first: a spare that initialised CUDA before the
+                    # request wrote Triton's launcher module into its own cache. Cache entries
+                    # are named by content hash, so its copy serves; nothing is written over.
+                    continue
         except OSError as exc:
             logger.warning("cannot stage cached files into %s: %s", workdir, exc)
-            return [f"cached files not staged ({exc})"]
-        return []
+            notes.append(f"cached files not staged ({exc})")
+        finally:
+            # Whatever was staged, even in part, must be the runner's: a JIT dir left to this
+            # user makes the candidate's compiler fail with EACCES (an H100 suite run lost a
+            # correct generated kernel to RUNTIME_ERROR that way).
+            if owner is not None:
+                for top in {path.split("/")[0] for path in jit_files}:
+                    notes += _give(workdir / top, owner)
+        return notes
 
     def collect(self, prepared: Prepared, workdir: Path, report: RunReport) -> list[str]:
         """Store what the finished runner's judge built or hashed; notes saying what."""
@@ -79,10 +91,20 @@ class HostCaches:
         return notes
 
 
-def _give(top: Path, owner: tuple[int, int]) -> None:
-    """chown `top` and everything below it, following no link."""
+def _give(top: Path, owner: tuple[int, int]) -> list[str]:
+    """chown `top` (when it exists) and everything below it, following no link; if that
+    fails, `top` is removed (the runner's compilers start cold rather than meet a dir they
+    cannot write) and a note says so."""
     uid, gid = owner
-    os.chown(top, uid, gid, follow_symlinks=False)
-    for current, dirs, names in os.walk(top, followlinks=False):
-        for name in [*dirs, *names]:
-            os.chown(Path(current) / name, uid, gid, follow_symlinks=False)
+    try:
+        if not os.path.lexists(top):
+            return []
+        os.chown(top, uid, gid, follow_symlinks=False)
+        for current, dirs, names in os.walk(top, followlinks=False):
+            for name in [*dirs, *names]:
+                os.chown(Path(current) / name, uid, gid, follow_symlinks=False)
+    except OSError as exc:
+        logger.warning("cannot give the staged %s to uid %d: %s", top, uid, exc)
+        shutil.rmtree(top, ignore_errors=True)
+        return [f"staged {top.name}/ removed: not given to the runner ({exc})"]
+    return []
