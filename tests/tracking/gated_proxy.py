@@ -126,17 +126,20 @@ class GatedProxy:
                 body = b'{"error_code": "INTERNAL_ERROR", "message": "injected by the test"}'
             else:
                 status, headers, body = self._forward(handler, request)
-            handler.send_response(status)
-            for name, value in headers:
-                handler.send_header(name, value)
-            handler.send_header("Content-Length", str(len(body)))
-            handler.end_headers()
-            handler.wfile.write(body)
         finally:
+            # Counted out before the answer is written: once the client has it, its next
+            # request may arrive before this thread runs again, and must not count as a second
+            # request in flight (a race that made max_in_flight 2 on a loaded machine).
             with self._cond:
                 self.in_flight -= 1
                 self.answered += 1
                 self._cond.notify_all()
+        handler.send_response(status)
+        for name, value in headers:
+            handler.send_header(name, value)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
 
     def _forward(
         self, handler: BaseHTTPRequestHandler, request: Request

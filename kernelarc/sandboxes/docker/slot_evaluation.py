@@ -59,6 +59,7 @@ class SlotEvaluation:
         self._problem = problem
         self.kept = False
         """The runner was kept as the slot's resident judge for the next request."""
+        self._cold_reason = ""
 
     def take_spare(self, device: str, timeout_s: float) -> ExecRunner | None:
         """The slot's spare if it is for `device`, still running and, a resident judge that
@@ -66,8 +67,15 @@ class SlotEvaluation:
         del timeout_s  # a spare fits any: its deadline comes with `go`
         spare, self._slot.spare = self._slot.spare, None
         if spare is None:
+            self._cold_reason = "no spare runner was held"
             return None
-        if spare.fits == device and spare.problem in (None, self._problem) and spare.alive():
+        if spare.fits != device:
+            self._cold_reason = f"the spare runner was for {spare.fits}"
+        elif spare.problem not in (None, self._problem):
+            self._cold_reason = "the resident judge held another problem"
+        elif not spare.alive():
+            self._cold_reason = "the spare runner had ended"
+        else:
             spare.problem = self._problem
             return spare
         spare.discard()
@@ -79,6 +87,8 @@ class SlotEvaluation:
         user = self._sandbox._other_user(self._slot.last_user)
         runner = self._sandbox._start_runner(self._slot, device, user)
         runner.problem = self._problem
+        if self._cold_reason:  # why the evaluation starts cold (the tests read it)
+            runner.notes.append(f"cold start: {self._cold_reason}")
         return runner
 
     def request_for(
