@@ -15,7 +15,8 @@ API for strategy agents (what a knob-owning agent needs):
 - `KernelTemplate.dims`: the knob space as data, a tuple of `KnobDim(name, values, cpu_values,
   group, doc)`; `knob_space(device)` -> {name: candidate values, most promising first}.
   `group` says what a knob controls: "tile" (block sizes, rows per program, vector width),
-  "launch" (num_warps, num_stages), "schedule" (persistent grid, tile ordering). An agent may
+  "launch" (num_warps, num_stages), "schedule" (persistent grid, tile ordering), "precision"
+  (how float32 products are computed). An agent may
   own a subset of names (e.g. all "launch" knobs) and keep the others at an incumbent's values.
 - `default_knobs(device)` (the first prior: the likely winner on Hopper), `priors(device)`
   (hand-picked settings to try first, in order), `complete(partial, device)` (fills missing
@@ -46,7 +47,7 @@ from kernelarc.agents.triton.template_matchers import Matcher, TemplateMatch
 from kernelarc.schema import Definition
 
 Knobs = dict[str, int]
-KnobGroup = Literal["tile", "launch", "schedule"]
+KnobGroup = Literal["tile", "launch", "schedule", "precision"]
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 
@@ -62,7 +63,8 @@ class KnobDim:
     cpu_values: tuple[int, ...]
     """Candidate values under Triton's interpreter (the first is the default)."""
     group: KnobGroup
-    """What it controls: tile (sizes, rows, vector width), launch (warps, stages), schedule."""
+    """What it controls: tile (sizes, rows, vector width), launch (warps, stages), schedule,
+    precision."""
     doc: str
     """What the knob does, for humans and LLM agents."""
     pow2: bool = True

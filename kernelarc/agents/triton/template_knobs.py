@@ -34,7 +34,14 @@ KNOB_OWNERS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 #: Owner of a knob no name rule claims, by the library's `KnobDim.group`, so a knob a new
 #: template adds is always searched by someone.
-GROUP_OWNERS: Mapping[str, str] = {"tile": "tiling", "launch": "pipelining", "schedule": "fusion"}
+GROUP_OWNERS: Mapping[str, str] = {
+    "tile": "tiling",
+    "launch": "pipelining",
+    "schedule": "fusion",
+    "precision": "precision",
+}
+#: (match constant, its value) -> the knob that setting makes moot.
+_MOOT_KNOBS: Mapping[tuple[str, str], str] = {("IEEE_DOT", "False"): "DOT_PRECISION"}
 TRITON_STRATEGIES = ("tiling", "memory", "fusion", "pipelining", "precision")
 """Strategies that may own template knobs."""
 
@@ -54,6 +61,12 @@ def triton_space(problem: Problem, device: str) -> tuple[KnobSpace, TemplateMatc
         return f"no Triton template fits this problem (templates: {families}); " + "; ".join(found)
     template, match = found
     settings = template.knob_settings(device)
+    for name, value in dict(match.constants).items():
+        # A knob the match makes moot (DOT_PRECISION for 16-bit GEMM operands) keeps its first
+        # value, so no strategy proposes a kernel that differs in an unused constant only.
+        moot = _MOOT_KNOBS.get((name, value))
+        if moot and settings:
+            settings = [s for s in settings if s[moot] == settings[0][moot]]
     if not settings:
         return f"template {template.family} has no knob setting for {device}"
     options: dict[str, tuple[KnobValue, ...]] = {

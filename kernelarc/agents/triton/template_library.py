@@ -257,6 +257,16 @@ TEMPLATES: tuple[KernelTemplate, ...] = (
                 "0: one program per tile; 1: one program per SM looping over tiles",
                 pow2=False,
             ),
+            KnobDim(
+                "DOT_PRECISION",
+                (2, 1, 0),
+                (0,),
+                "precision",
+                "float32 operands: 2 TF32x3 (about float32 accuracy, on tensor cores), 1 TF32, "
+                "0 IEEE (CUDA cores: 5.1 ms where cuBLAS took 0.35, H100, kb_l1_2); "
+                "16-bit operands ignore it",
+                pow2=False,
+            ),
         ),
         match_gemm_epilogue,
         cuda_priors=(
