@@ -61,6 +61,10 @@ CASES: dict[str, tuple[Problem, str]] = {
     "scaled": (_square("scaled", "(a @ b) * 2.0"), "computes mul"),
     "scaled_gelu": (_square("scaled_gelu", "F.gelu((a @ b) * 3.0)"), "with 3"),
     "left_transposed": (_square("left_transposed", "a.T @ b"), "from the left"),
+    "gelu_plus_one": (_square("gelu_plus_one", "F.gelu(a @ b) + 1.0"), "add x2"),
+    # No activation named in the text, one in the graph: the template would leave it out.
+    "clamped": (_square("clamped", "torch.clamp_min(a @ b, 0.0)"), "computes clamp_min"),
+    "silu": (_square("silu", "F.silu(a @ b.T)"), "True"),
     "leaky": (_square("leaky", "F.leaky_relu(a @ b, 0.1)"), "computes gt"),
     "softmax_last": (_rows("softmax_last", "torch.softmax(x, dim=-1)"), ""),
     # The text says dim=-1 (in a comment); the graph reduces the first axis.

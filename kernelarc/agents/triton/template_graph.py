@@ -12,13 +12,15 @@ the GEMM's second operand is transposed.
 Rules (any traced workload that breaks one rejects the template, with the reason):
 - gemm_epilogue: one `mm`/`addmm`; its first operand is input `a`, its second input `b`, each
   through layout ops only; `B_IS_NK` is set from the transposes on `b`'s path; the bias, if
-  any, is `addmm`'s first operand or one `add` of the product and the bias; every other op is
-  one of the matched activation's decomposition, with its constants, reading only the product.
+  any, is `addmm`'s first operand or one `add` of the product and the bias; the other ops are
+  exactly one decomposition of the matched activation (op counts and constants), reading only
+  the product.
 - softmax, rmsnorm, add_layernorm: only the ops of that computation, and every reduction over
   the last axis.
 - Other families (their matchers check shapes specific enough): accepted as matched.
 """
 
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -47,17 +49,28 @@ _LAYOUT = frozenset(
 _TRANSPOSES = frozenset({"t", "permute", "transpose"})
 _PRODUCTS = frozenset({"mm", "addmm", "bmm", "baddbmm", "matmul", "linear"})
 
-#: Per GEMM activation code (`template_matchers.find_activation`): the ops of its traced
-#: decomposition and the scalar constants they may use.
-_ACTIVATION_OPS: dict[str, tuple[frozenset[str], frozenset[float]]] = {
-    "0": (frozenset(), frozenset()),
-    "1": (frozenset({"mul", "erf", "add", "gelu"}), frozenset({0.5, 0.7071067811865476, 1.0})),
+#: Per GEMM activation code (`template_matchers.find_activation`): the op counts of the
+#: decompositions it traces to (as ATen decomposes F.gelu, F.silu, torch.relu, or as written
+#: out by hand), and the scalar constants they use.
+_ACTIVATION_FORMS: dict[str, tuple[tuple[Counter[str], ...], frozenset[float]]] = {
+    "0": ((Counter(),), frozenset()),
+    "1": (
+        (Counter(gelu=1), Counter(mul=3, erf=1, add=1)),
+        frozenset({0.5, 0.7071067811865476, 1.0}),
+    ),
     "2": (
-        frozenset({"mul", "add", "tanh", "pow", "gelu"}),
+        (Counter(gelu=1), Counter(mul=6, add=2, tanh=1), Counter(mul=5, pow=1, add=2, tanh=1)),
         frozenset({0.5, 0.044715, 0.7978845608028654, 1.0, 3.0}),
     ),
-    "3": (frozenset({"neg", "exp", "add", "div", "sigmoid", "mul", "silu"}), frozenset({1.0})),
-    "4": (frozenset({"relu", "clamp_min", "threshold"}), frozenset({0.0})),
+    "3": (
+        (
+            Counter(silu=1),
+            Counter(neg=1, exp=1, add=1, div=1),
+            Counter(sigmoid=1, mul=1),
+        ),
+        frozenset({1.0}),
+    ),
+    "4": ((Counter(relu=1), Counter(clamp_min=1), Counter(threshold=1)), frozenset({0.0})),
 }
 
 #: The ops each row template's computation traces to (beside `_LAYOUT`).
@@ -205,7 +218,9 @@ def _check_epilogue(
     """Every op after the product is the bias add (when `bias`) or the activation's."""
     nodes = {n.name: n for n in graph.nodes}
     act = dict(match.constants).get("ACTIVATION", "0")
-    ops, constants = _ACTIVATION_OPS.get(act, (frozenset(), frozenset()))
+    forms, constants = _ACTIVATION_FORMS.get(act, ((Counter(),), frozenset()))
+    ops = {op for form in forms for op in form}
+    applied: Counter[str] = Counter()
     derived = {product}
     bias_added = bias is None
     if bias is not None:  # the bias's own casts and views, before it is added
@@ -228,10 +243,15 @@ def _check_epilogue(
             if op not in _LAYOUT and odd:
                 return f"applies {op} with {odd[0]:g}, which the template's epilogue does not"
             derived.add(node.name)
+            if op not in _LAYOUT:
+                applied[op] += 1
             continue
         return f"computes {op} beside the product; the template fuses only bias and activation"
     if not bias_added:
         return "does not add its bias input"
+    if applied not in forms:
+        found = ", ".join(f"{op} x{n}" for op, n in sorted(applied.items())) or "nothing"
+        return f"applies {found} after the product, not the one activation the template fuses"
     return None
 
 
