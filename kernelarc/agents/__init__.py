@@ -30,6 +30,7 @@ from kernelarc.agents.strategy import (
 from kernelarc.agents.triton import TritonTemplateAgent
 from kernelarc.config import TEAM_KINDS, AgentSpec, team_member
 from kernelarc.errors import ConfigError
+from kernelarc.problems.files import Problem
 from kernelarc.schema import Attempt, Proposal
 from kernelarc.schema.coordination import ConclusionDraft
 
@@ -69,6 +70,17 @@ class AnchoringAgent(Protocol):
 
     def is_anchor(self, proposal: Proposal) -> bool:
         """True for this agent's anchor proposal."""
+        ...
+
+
+@runtime_checkable
+class LeadingAgent(Protocol):
+    """An agent that can say, before proposing, that its first candidate is the likeliest
+    winner on a problem (the optional `leads` hook): the campaign then gives it the first place
+    in the team's slot order, after the anchors (`campaign/proposal_order.lead_first`)."""
+
+    def leads(self, problem: Problem, device: str) -> bool:
+        """True when this agent's candidates should be judged before its teammates'."""
         ...
 
 
@@ -182,6 +194,7 @@ __all__ = [
     "ConcludingAgent",
     "DraftOrder",
     "FusionAgent",
+    "LeadingAgent",
     "LibraryAgent",
     "MemoryAgent",
     "PeerSnapshot",

@@ -25,6 +25,7 @@ from kernelarc.agents import Agent
 from kernelarc.campaign.agent_worker import AgentWorker
 from kernelarc.campaign.assemble import AssembledCampaign, assemble_campaign
 from kernelarc.campaign.candidate import CandidateEvaluation
+from kernelarc.campaign.proposal_order import lead_first
 from kernelarc.campaign.recorder import AttemptRecorder
 from kernelarc.campaign.state import (
     CampaignState,
@@ -127,7 +128,7 @@ def run_assembled(
         c.coordinator,
         evaluation,
         recorder,
-        c.team,
+        lead_first(c.team, c.problem, c.device),
         max_proposing=c.cfg.budget.max_proposing,
         on_progress=on_progress,
         on_idle=on_idle,

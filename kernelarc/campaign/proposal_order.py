@@ -16,6 +16,10 @@ others by a bounded time and never stops them.
 
 import threading
 import time
+from collections.abc import Sequence
+
+from kernelarc.agents import Agent, LeadingAgent
+from kernelarc.problems.files import Problem
 
 ORDER_WAIT_S = 15.0
 """The longest a candidate waits for earlier agents' proposals of its round."""
@@ -38,6 +42,13 @@ def slot_priority(
     one candidate per round, so it delays the others by one evaluation at most."""
     place = ANCHOR_PLACE if anchor else team_order.get(agent, len(team_order))
     return (round_, place)
+
+
+def lead_first(team: Sequence[Agent], problem: Problem, device: str) -> list[Agent]:
+    """The team in slot order for this problem: agents that lead on it (`agents.LeadingAgent`)
+    first, the rest in team order."""
+    leading = [a for a in team if isinstance(a, LeadingAgent) and a.leads(problem, device)]
+    return leading + [a for a in team if a not in leading]
 
 
 class ProposalOrder:

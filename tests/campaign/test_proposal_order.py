@@ -2,9 +2,15 @@
 proposal_order.py), with real threads; the waits are observed through what the class reports,
 never by how long they took."""
 
+import json
+import shutil
 import threading
+from pathlib import Path
 
-from kernelarc.campaign.proposal_order import ProposalOrder, slot_priority
+from kernelarc.agents import make_team
+from kernelarc.campaign.proposal_order import ProposalOrder, lead_first, slot_priority
+from kernelarc.problems.builtin_set import builtin_dir, resolve_problem
+from kernelarc.problems.files import Problem, load_problem
 
 TEAM = {"tiling": 0, "fusion": 1, "compiler": 2}
 
@@ -61,3 +67,27 @@ def test_an_anchor_queues_before_every_candidate_of_its_round_and_after_earlier_
     assert slot_priority(TEAM, "stranger", 0, anchor=False) > slot_priority(
         TEAM, "compiler", 0, anchor=False
     )
+
+
+def _float32_gemm(tmp_path: Path) -> Problem:
+    target = tmp_path / "gemm_fp32"
+    shutil.copytree(builtin_dir() / "gemm_bias_gelu", target)
+    data = json.loads((target / "definition.json").read_text())
+    for spec in data["inputs"].values():
+        spec["dtype"] = "float32"
+    (target / "definition.json").write_text(json.dumps(data))
+    return load_problem(target)
+
+
+def test_the_precision_agent_leads_on_float32_matrix_products_on_cuda(tmp_path: Path) -> None:
+    team = make_team(["tiling", "memory", "fusion", "pipelining", "precision", "compiler"], seed=0)
+    fp32 = _float32_gemm(tmp_path)
+    names = [a.name for a in lead_first(team, fp32, "cuda")]
+    assert names == ["precision", "tiling", "memory", "fusion", "pipelining", "compiler"]
+    # bf16 operands (the built-in), the CPU, and a problem without a matrix product: team order.
+    for problem, device in [
+        (resolve_problem("gemm_bias_gelu"), "cuda"),
+        (fp32, "cpu"),
+        (resolve_problem("rmsnorm"), "cuda"),
+    ]:
+        assert lead_first(team, problem, device) == team, (problem.name, device)
