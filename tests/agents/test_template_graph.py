@@ -49,6 +49,30 @@ def _rows(name: str, body: str, op_type: str = "softmax") -> Problem:
     return definition, [{"uuid": f"{name}-8", "axes": {"R": 8}, "inputs": {}}]
 
 
+def _norm(name: str, body: str, roles: str = "x, weight", outs: str = "y") -> Problem:
+    """An RMSNorm (`x, weight`, `x, residual, weight`) or add-LayerNorm (`x, residual, weight,
+    bias`) problem over rows of 32; `body` is the reference's lines after `def run(...)`."""
+    row = {"shape": ["R", "C"], "dtype": "float32"}
+    inputs = {
+        n: {"shape": ["C"], "dtype": "float32"} if n in {"weight", "bias"} else row
+        for n in roles.split(", ")
+    }
+    definition = {
+        "name": name,
+        "op_type": "layernorm" if "bias" in inputs else "rmsnorm",
+        "axes": {"R": {"type": "var"}, "C": {"type": "const", "value": 32}},
+        "inputs": inputs,
+        "outputs": {o: row for o in outs.split(", ")},
+        "reference": "import torch\nimport torch.nn.functional as F\n\nEPS = 1e-6\n\n"
+        f"def run({roles}):\n{body}",
+    }
+    return definition, [{"uuid": f"{name}-8", "axes": {"R": 8}, "inputs": {}}]
+
+
+_RMS = "torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + EPS)"
+_ADD = ("x, residual, weight", "y, residual_out")
+_LN = ("x, residual, weight, bias", "y, residual_out")
+
 #: name -> (problem, B_IS_NK the graph must give, or the words of the refusal).
 CASES: dict[str, tuple[Problem, str]] = {
     "plain": (_square("plain", "a @ b"), "False"),
@@ -71,6 +95,122 @@ CASES: dict[str, tuple[Problem, str]] = {
     "softmax_first": (_rows("softmax_first", "torch.softmax(x, 0)  # dim=-1"), "not the last"),
     "softmax_transposed": (_rows("softmax_transposed", "torch.softmax(x.T, dim=-1).T"), "permute"),
     "softmax_scaled": (_rows("softmax_scaled", "torch.softmax(x * 2.0, dim=-1)"), "mul"),
+    # Ops of the softmax, but not the softmax: a temperature, exp twice, rows split by a view.
+    "softmax_temperature": (_rows("softmax_temperature", "torch.softmax(x / 2.0, dim=-1)"), "div"),
+    "softmax_of_exp": (_rows("softmax_of_exp", "torch.softmax(x.exp(), dim=-1)"), "amax to (e)"),
+    "softmax_heads": (
+        _rows("softmax_heads", "torch.softmax(x.view(x.shape[0], 4, -1), dim=-1).view(x.shape)"),
+        "rows of 8, not the whole rows of 32",
+    ),
+    "softmax_by_hand": (
+        _rows("softmax_by_hand", "x.exp() / x.exp().sum(dim=-1, keepdim=True)  # softmax"),
+        "",
+    ),
+    # GEMM: a scaled product or bias, a bias per row, a bias added after the activation.
+    "addmm_alpha": (_square("addmm_alpha", "torch.addmm(bias, a, b, alpha=2.0)", True), "alpha=2"),
+    "add_alpha": (_square("add_alpha", "torch.add(a @ b, bias, alpha=2.0)", True), "alpha=2"),
+    "bias_per_row": (_square("bias_per_row", "a @ b + bias[:, None]", True), "per column"),
+    "bias_after_relu": (_square("bias_after_relu", "torch.relu(a @ b) + bias", True), "add"),
+    "bias_row_view": (_square("bias_row_view", "F.gelu(a @ b + bias.view(1, -1))", True), "False"),
+    # RMSNorm: the template multiplies by weight, adds EPS, returns (out, x + residual).
+    "rmsnorm": (_norm("rmsnorm", f"    h = x\n    return h * {_RMS} * weight\n"), ""),
+    "rmsnorm_by_sum": (
+        _norm(
+            "rmsnorm_by_sum",
+            "    return x / torch.sqrt((x * x).sum(-1, keepdim=True) / 32 + EPS)"
+            " * weight  # mean(x * x)\n",
+        ),
+        "",
+    ),
+    "rmsnorm_one_over": (
+        _norm(
+            "rmsnorm_one_over",
+            "    h = x.float()\n    s = torch.sqrt(h.pow(2).mean(-1, keepdim=True) + EPS)\n"
+            "    return weight * (h * (1.0 / s)).to(x.dtype)\n",
+        ),
+        "",
+    ),
+    "rmsnorm_gemma": (
+        _norm("rmsnorm_gemma", f"    h = x\n    return h * {_RMS} * (weight + 1.0)\n"),
+        "add to (weight) with 1",
+    ),
+    "rmsnorm_other_eps": (
+        _norm(
+            "rmsnorm_other_eps",
+            "    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-2) * weight\n",
+        ),
+        "with 0.01",
+    ),
+    "rmsnorm_no_weight": (
+        _norm("rmsnorm_no_weight", f"    h = x\n    return h * {_RMS}\n"),
+        "returns (n)",
+    ),
+    "add_rmsnorm": (
+        _norm("add_rmsnorm", f"    h = x + residual\n    return h * {_RMS} * weight, h\n", *_ADD),
+        "",
+    ),
+    "add_rmsnorm_swapped": (
+        _norm(
+            "add_rmsnorm_swapped",
+            f"    h = x + residual\n    return h, h * {_RMS} * weight\n",
+            "x, residual, weight",
+            "y, z",
+        ),
+        "returns (h, out)",
+    ),
+    "add_rmsnorm_alpha": (
+        _norm(
+            "add_rmsnorm_alpha",
+            f"    h = torch.add(x, residual, alpha=2.0)\n    return h * {_RMS} * weight, h\n",
+            *_ADD,
+        ),
+        "alpha=2",
+    ),
+    # add + LayerNorm: biased variance, centred rows, + bias, of x + residual.
+    "add_layernorm": (
+        _norm(
+            "add_layernorm",
+            "    h = x + residual\n"
+            "    return F.layer_norm(h, (h.shape[-1],), weight, bias, EPS), h\n",
+            *_LN,
+        ),
+        "",
+    ),
+    "layernorm_unbiased": (
+        _norm(
+            "layernorm_unbiased",
+            "    h = x + residual\n    d = h - h.mean(-1, keepdim=True)\n"
+            "    return d / torch.sqrt(h.var(-1, keepdim=True) + EPS) * weight + bias, h\n",
+            *_LN,
+        ),
+        "unbiased var",
+    ),
+    "layernorm_uncentred": (
+        _norm(
+            "layernorm_uncentred",
+            f"    h = x + residual\n    return h * {_RMS} * weight + bias, h\n",
+            *_LN,
+        ),
+        "applies pow to (h)",
+    ),
+    "layernorm_minus_bias": (
+        _norm(
+            "layernorm_minus_bias",
+            "    h = x + residual\n"
+            "    return F.layer_norm(h, (h.shape[-1],), weight, None, EPS) - bias, h\n",
+            *_LN,
+        ),
+        "applies sub to (nw, bias)",
+    ),
+    "layernorm_of_x": (
+        _norm(
+            "layernorm_of_x",
+            "    h = x + residual\n"
+            "    return F.layer_norm(x, (x.shape[-1],), weight, bias, EPS), h\n",
+            *_LN,
+        ),
+        "var_mean to (x)",
+    ),
 }
 
 

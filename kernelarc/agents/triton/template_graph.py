@@ -10,19 +10,22 @@ candidates of kb_l1_15). The graph settles both: which ops run, over which axes,
 the GEMM's second operand is transposed.
 
 Rules (any traced workload that breaks one rejects the template, with the reason):
-- gemm_epilogue: one `mm`/`addmm`; its first operand is input `a`, its second input `b`, each
-  through layout ops only; `B_IS_NK` is set from the transposes on `b`'s path; the bias, if
-  any, is `addmm`'s first operand or one `add` of the product and the bias; the other ops are
-  exactly one decomposition of the matched activation (op counts and constants), reading only
-  the product.
-- softmax, rmsnorm, add_layernorm: only the ops of that computation, and every reduction over
-  the last axis.
+- gemm_epilogue: one `mm`/`addmm` (no alpha, beta); its first operand is input `a`, its second
+  input `b`, each through layout ops only; `B_IS_NK` is set from the transposes on `b`'s path;
+  the bias, if any, is `addmm`'s first operand or one `add` (no alpha) of the product itself and
+  the bias, shaped [N] or [1, N]; the other ops are exactly one decomposition of the matched
+  activation (op counts and constants), reading only the product.
+- softmax, rmsnorm, add_layernorm: every op is a step of that computation (`_ROW_RULES`: which
+  op, of which values, with which constant: eps as matched, a biased variance, no alpha), every
+  reduction over whole rows (the last axis, at `x`'s length), and the outputs are the
+  template's (the normalised rows, and x + residual where it returns it).
 - Other families (their matchers check shapes specific enough): accepted as matched.
 """
 
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
+from math import isclose
 from typing import Any
 
 from kernelarc.agents.triton.template_matchers import TemplateMatch
@@ -73,18 +76,84 @@ _ACTIVATION_FORMS: dict[str, tuple[tuple[Counter[str], ...], frozenset[float]]] 
     "4": ((Counter(relu=1), Counter(clamp_min=1), Counter(threshold=1)), frozenset({0.0})),
 }
 
-#: The ops each row template's computation traces to (beside `_LAYOUT`).
-_ROW_OPS: dict[str, frozenset[str]] = {
-    "softmax": frozenset({"amax", "sub", "exp", "sum", "div", "_softmax"}),
-    "rmsnorm": frozenset(
-        {"pow", "mean", "add", "rsqrt", "mul", "sqrt", "div", "reciprocal", "sum", "square"}
-    ),
-    "add_layernorm": frozenset(
-        {"add", "var_mean", "getitem", "rsqrt", "sub", "mul", "mean", "var", "pow", "sqrt", "div"}
-    ),
+#: Each row template's computation as rules: (op, operand kinds, scalar tag) -> the kind of
+#: value it computes. Operand kinds are the inputs' roles ("x", "residual", "weight", "bias";
+#: `x` is "h" when there is no residual) or kinds computed before, in argument order (sorted for
+#: the commutative `add` and `mul`); the scalar tag names the op's one scalar ("eps", "C" the row
+#: length, "1/C", else the literal), "" for none. Layout ops keep their operand's kind. Anything
+#: else (another op, constant, operand or wiring) computes something the template does not.
+_Rule = tuple[str, tuple[str, ...], str]
+_RSTD_RULES: dict[_Rule, str] = {  # from the variance (+ eps) "v" to the normalised "n"
+    ("add", ("v",), "eps"): "ve",
+    ("rsqrt", ("ve",), ""): "r",
+    ("sqrt", ("ve",), ""): "s",
+    ("pow", ("ve",), "0.5"): "s",
+    ("pow", ("ve",), "-0.5"): "r",
+    ("reciprocal", ("s",), ""): "r",
+    ("mul", ("r",), "1"): "r",  # 1.0 / s traces to reciprocal(s) * 1.0
 }
+_ROW_RULES: dict[str, dict[_Rule, str]] = {
+    "softmax": {
+        ("_softmax", ("x",), ""): "out",
+        ("amax", ("x",), ""): "max",
+        ("sub", ("x", "max"), ""): "shifted",
+        ("exp", ("x",), ""): "e",
+        ("sum", ("e",), ""): "z",
+        ("div", ("e", "z"), ""): "out",
+        ("exp", ("shifted",), ""): "es",
+        ("sum", ("es",), ""): "zs",
+        ("div", ("es", "zs"), ""): "out",
+    },
+    "rmsnorm": {
+        ("add", ("residual", "x"), ""): "h",
+        ("pow", ("h",), "2"): "sq",
+        ("mul", ("h", "h"), ""): "sq",
+        ("mean", ("sq",), ""): "v",
+        ("sum", ("sq",), ""): "ss",
+        ("div", ("ss",), "C"): "v",
+        ("mul", ("ss",), "1/C"): "v",
+        **_RSTD_RULES,
+        ("mul", ("h", "r"), ""): "n",
+        ("div", ("h", "s"), ""): "n",
+        ("mul", ("n", "weight"), ""): "out",
+        ("mul", ("r", "weight"), ""): "rw",
+        ("mul", ("h", "rw"), ""): "out",
+    },
+    "add_layernorm": {
+        ("add", ("residual", "x"), ""): "h",
+        ("var_mean", ("h",), ""): "vm",
+        ("getitem", ("vm",), "0"): "v",
+        ("getitem", ("vm",), "1"): "mean",
+        ("mean", ("h",), ""): "mean",
+        ("var", ("h",), ""): "v",
+        ("sub", ("h", "mean"), ""): "d",
+        ("pow", ("d",), "2"): "d2",
+        ("mul", ("d", "d"), ""): "d2",
+        ("mean", ("d2",), ""): "v",
+        **_RSTD_RULES,
+        ("mul", ("d", "r"), ""): "n",
+        ("div", ("d", "s"), ""): "n",
+        ("mul", ("n", "weight"), ""): "nw",
+        ("add", ("bias", "nw"), ""): "out",
+    },
+}
+_COMMUTATIVE = frozenset({"add", "mul"})
+#: Ops whose scalar arguments are operands (elsewhere they are dims and flags).
+_ARITHMETIC = frozenset({"add", "sub", "mul", "div", "pow", "getitem"})
 _REDUCTIONS = frozenset(
-    {"amax", "amin", "sum", "mean", "var_mean", "var", "max", "min", "prod", "logsumexp"}
+    {
+        "amax",
+        "amin",
+        "sum",
+        "mean",
+        "var_mean",
+        "var",
+        "max",
+        "min",
+        "prod",
+        "logsumexp",
+        "_softmax",
+    }
 )
 
 
@@ -111,8 +180,8 @@ def confirm_match(match: TemplateMatch, traces: TraceSet) -> TemplateMatch | str
 def _confirm_one(match: TemplateMatch, graph: OpGraph) -> TemplateMatch | str:
     if match.family == "gemm_epilogue":
         return _confirm_gemm(match, graph)
-    if match.family in _ROW_OPS:
-        why = _check_rows(match.family, graph)
+    if match.family in _ROW_RULES:
+        why = _check_rows(match, graph)
         return why if why else match
     return match
 
@@ -187,12 +256,18 @@ def _confirm_gemm(match: TemplateMatch, graph: OpGraph) -> TemplateMatch | str:
     expected = 3 if op_name(product.target) == "addmm" else 2
     if len(operands) != expected:
         return "calls its matrix product with operands the template does not read"
+    why = _unscaled(product)
+    if why:
+        return f"{why}; the template adds the bias to the plain product"
     used = {product.name}
     bias_name = roles.get("bias")
     if expected == 3:
         source, _, passed = _source(graph, operands[0], nodes)
         if bias_name is None or source != bias_name:
             return "adds something other than the bias input to its product"
+        why = _bias_broadcast(graph, operands[0], product)
+        if why:
+            return why
         used.update(passed)
         operands = operands[1:]
     a_source, a_flips, a_passed = _source(graph, operands[0], nodes)
@@ -202,6 +277,8 @@ def _confirm_gemm(match: TemplateMatch, graph: OpGraph) -> TemplateMatch | str:
     if b_source != roles["b"]:
         return f"does not multiply by {roles['b']!r}"
     used.update(a_passed + b_passed)
+    if bias_name is not None and expected == 2:  # the bias's own casts and views, before its add
+        used |= {n.name for n in graph.nodes if _source(graph, n.name, nodes)[0] == bias_name}
     why = _check_epilogue(match, graph, product.name, bias_name if expected == 2 else None, used)
     if why:
         return why
@@ -212,10 +289,48 @@ def _confirm_gemm(match: TemplateMatch, graph: OpGraph) -> TemplateMatch | str:
     return replace(match, constants=constants)
 
 
+def _bias_broadcast(graph: OpGraph, bias: str, product: GraphNode) -> str | None:
+    """Why the bias, as added, is not one value per output column, or None."""
+    shapes = {i.node: i.meta.shape for i in graph.inputs if i.meta}
+    shapes |= {n.name: n.outputs[0].shape for n in graph.nodes if n.outputs and n.outputs[0]}
+    shape, out = shapes.get(bias), shapes.get(product.name)
+    if shape is None or out is None:
+        return None
+    if shape[-1:] != out[-1:] or any(size != 1 for size in shape[:-1]):
+        return f"adds its bias as shape {shape} to the {out} product, not one value per column"
+    return None
+
+
+def _origin(name: str, nodes: dict[str, GraphNode]) -> str:
+    """The node a value comes from through layout ops only."""
+    node = nodes.get(name)
+    while node is not None and op_name(node.target) in _LAYOUT:
+        edges = list(_edges(node))
+        if len(edges) != 1:
+            break
+        name, node = edges[0], nodes.get(edges[0])
+    return name
+
+
+def _bias_add(
+    graph: OpGraph, node: GraphNode, bias: str, product: GraphNode, nodes: dict[str, GraphNode]
+) -> str | None:
+    """Empty when `node` adds the bias to the product itself (before any activation op), None
+    when it is no such add, else why the bias add is not the template's."""
+    edges = list(_edges(node))
+    if op_name(node.target) != "add" or len(edges) != 2:
+        return None
+    sources = [_source(graph, e, nodes)[0] for e in edges]
+    if bias not in sources or not any(_origin(e, nodes) == product.name for e in edges):
+        return None
+    return _unscaled(node) or _bias_broadcast(graph, edges[sources.index(bias)], product) or ""
+
+
 def _check_epilogue(
     match: TemplateMatch, graph: OpGraph, product: str, bias: str | None, used: set[str]
 ) -> str | None:
-    """Every op after the product is the bias add (when `bias`) or the activation's."""
+    """Every op after the product is the bias add (when `bias`, to the product itself) or the
+    activation's."""
     nodes = {n.name: n for n in graph.nodes}
     act = dict(match.constants).get("ACTIVATION", "0")
     forms, constants = _ACTIVATION_FORMS.get(act, ((Counter(),), frozenset()))
@@ -223,16 +338,16 @@ def _check_epilogue(
     applied: Counter[str] = Counter()
     derived = {product}
     bias_added = bias is None
-    if bias is not None:  # the bias's own casts and views, before it is added
-        used = used | {n.name for n in graph.nodes if _source(graph, n.name, nodes)[0] == bias}
     for node in graph.nodes:
         if node.name in used:
             continue
         edges = list(_edges(node))
         op = op_name(node.target)
-        if not bias_added and op == "add" and len(edges) == 2:
-            sources = [_source(graph, e, nodes)[0] for e in edges]
-            if bias in sources and any(e in derived for e in edges):
+        if not bias_added:
+            why = _bias_add(graph, node, bias or "", nodes[product], nodes)
+            if why:
+                return why
+            if why == "":
                 derived.add(node.name)
                 bias_added = True
                 continue
@@ -255,22 +370,84 @@ def _check_epilogue(
     return None
 
 
-def _check_rows(family: str, graph: OpGraph) -> str | None:
-    """Only the family's ops, every reduction over the last axis."""
-    allowed = _ROW_OPS[family] | _LAYOUT
-    ranks: dict[str, int] = {i.node: len(i.meta.shape) for i in graph.inputs if i.meta}
+def _scalar_tag(value: float, eps: float | None, row: int) -> str:
+    if eps is not None and isclose(value, eps, rel_tol=1e-6):
+        return "eps"
+    if value == row:
+        return "C"
+    if isclose(value, 1 / row, rel_tol=1e-6):
+        return "1/C"
+    return f"{value:g}"
+
+
+def _unscaled(node: GraphNode) -> str | None:
+    """Why an op's keyword arguments change what it computes (`alpha`, `beta`, a variance's
+    `correction`), or None."""
+    op = op_name(node.target)
+    for key in ("alpha", "beta"):
+        if node.kwargs.get(key, 1) != 1:
+            return f"calls {op} with {key}={node.kwargs[key]}"
+    if op in {"var", "var_mean"}:
+        correction = node.kwargs.get("correction", 1)
+        if node.kwargs.get("unbiased") is False:
+            correction = 0
+        if correction != 0:
+            return f"takes an unbiased {op} (correction {correction}); the template's is biased"
+    return None
+
+
+def _check_rows(match: TemplateMatch, graph: OpGraph) -> str | None:
+    """The graph is the family's computation (`_ROW_RULES`) and returns what the template
+    returns; every reduction runs over whole rows of `x` (the last axis, at its length)."""
+    rules = _ROW_RULES[match.family]
+    roles = dict(match.input_roles)
+    eps_text = dict(match.constants).get("EPS")
+    eps = float(eps_text) if eps_text is not None else None
+    x_meta = next((i.meta for i in graph.inputs if i.name == roles["x"]), None)
+    row = x_meta.shape[-1] if x_meta and x_meta.shape else 0
+    names = {name: role for role, name in roles.items()}
+    if match.family == "rmsnorm" and "residual" not in roles:
+        names[roles["x"]] = "h"
+    kinds = {i.node: names.get(i.name, "?") for i in graph.inputs}
+    shapes = {i.node: i.meta.shape for i in graph.inputs if i.meta}
     for node in graph.nodes:
-        meta = node.outputs[0] if node.outputs else None
-        if meta is not None:
-            ranks[node.name] = len(meta.shape)
         op = op_name(node.target)
-        if op not in allowed:
-            return f"applies {op}; the {family} template computes no such op"
+        edges = list(_edges(node))
+        operands = [kinds.get(e, "?") for e in edges]
         if op in _REDUCTIONS:
-            source = next(_edges(node), None)
-            rank = ranks.get(source or "", 0)
+            shape = shapes.get(edges[0], []) if edges else []
             dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
             dims = dims if isinstance(dims, list) else [dims]
-            if rank and (dims == [None] or {int(d) % rank for d in dims} != {rank - 1}):
-                return f"reduces ({op}) over axes {dims} of a rank-{rank} tensor, not the last"
+            if dims == [None] or {int(d) % max(len(shape), 1) for d in dims} != {len(shape) - 1}:
+                return (
+                    f"reduces ({op}) over axes {dims} of a rank-{len(shape)} tensor, not the last"
+                )
+            if shape[-1] != row:
+                return f"reduces ({op}) over rows of {shape[-1]}, not the whole rows of {row}"
+        why = _unscaled(node)
+        if why:
+            return why
+        if op in _LAYOUT and len(operands) == 1:
+            kind = operands[0]
+        else:
+            scalars = list(_scalars(node)) if op in _ARITHMETIC else []
+            tag = _scalar_tag(scalars[0], eps, row) if len(scalars) == 1 else ""
+            if len(scalars) > 1:
+                tag = "?"
+            key = tuple(sorted(operands)) if op in _COMMUTATIVE else tuple(operands)
+            found = rules.get((op, key, tag))
+            if found is None:
+                with_scalar = f" with {tag}" if tag else ""
+                return (
+                    f"applies {op} to ({', '.join(operands)}){with_scalar}; the "
+                    f"{match.family} template computes no such step"
+                )
+            kind = found
+        kinds[node.name] = kind
+        if node.outputs and node.outputs[0] is not None:
+            shapes[node.name] = node.outputs[0].shape
+    returned = [kinds.get(_edge(o) or "", "?") for o in graph.outputs]
+    expected = ["out" if index == 0 else "h" for index in match.output_order]
+    if returned != expected:
+        return f"returns ({', '.join(returned)}); the template returns ({', '.join(expected)})"
     return None
