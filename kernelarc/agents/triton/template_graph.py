@@ -15,7 +15,7 @@ Rules (any traced workload that breaks one rejects the template, with the reason
   the bias, if any, is `addmm`'s first operand or one `add` (no alpha) of the product itself and
   the bias, shaped [N] or [1, N]; the other ops are exactly one decomposition of the matched
   activation (op counts and constants), reading only the product.
-- softmax, rmsnorm, add_layernorm: every op is a step of that computation (`_ROW_RULES`: which
+- softmax, rmsnorm, add_layernorm: every op is a step of that computation (`ROW_RULES`: which
   op, of which values, with which constant: eps as matched, a biased variance, no alpha), every
   reduction over whole rows (the last axis, at `x`'s length), and the outputs are the
   template's (the normalised rows, and x + residual where it returns it).
@@ -23,32 +23,19 @@ Rules (any traced workload that breaks one rejects the template, with the reason
 """
 
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import replace
-from math import isclose
-from typing import Any
 
+from kernelarc.agents.triton.template_graph_ops import (
+    LAYOUT,
+    node_edges,
+    node_scalars,
+    op_name,
+    unscaled,
+)
+from kernelarc.agents.triton.template_graph_rows import ROW_RULES, check_rows
 from kernelarc.agents.triton.template_matchers import TemplateMatch
 from kernelarc.schema.op_graph import GraphNode, OpGraph, TraceSet
 
-#: Ops that move or re-type data without computing: transparent on an operand's path.
-_LAYOUT = frozenset(
-    {
-        "view",
-        "reshape",
-        "_unsafe_view",
-        "expand",
-        "clone",
-        "contiguous",
-        "alias",
-        "detach",
-        "lift_fresh_copy",
-        "_to_copy",
-        "convert_element_type",
-        "unsqueeze",
-        "squeeze",
-    }
-)
 _TRANSPOSES = frozenset({"t", "permute", "transpose"})
 _PRODUCTS = frozenset({"mm", "addmm", "bmm", "baddbmm", "matmul", "linear"})
 
@@ -76,92 +63,6 @@ _ACTIVATION_FORMS: dict[str, tuple[tuple[Counter[str], ...], frozenset[float]]] 
     "4": ((Counter(relu=1), Counter(clamp_min=1), Counter(threshold=1)), frozenset({0.0})),
 }
 
-#: Each row template's computation as rules: (op, operand kinds, scalar tag) -> the kind of
-#: value it computes. Operand kinds are the inputs' roles ("x", "residual", "weight", "bias";
-#: `x` is "h" when there is no residual) or kinds computed before, in argument order (sorted for
-#: the commutative `add` and `mul`); the scalar tag names the op's one scalar ("eps", "C" the row
-#: length, "1/C", else the literal), "" for none. Layout ops keep their operand's kind. Anything
-#: else (another op, constant, operand or wiring) computes something the template does not.
-_Rule = tuple[str, tuple[str, ...], str]
-_RSTD_RULES: dict[_Rule, str] = {  # from the variance (+ eps) "v" to the normalised "n"
-    ("add", ("v",), "eps"): "ve",
-    ("rsqrt", ("ve",), ""): "r",
-    ("sqrt", ("ve",), ""): "s",
-    ("pow", ("ve",), "0.5"): "s",
-    ("pow", ("ve",), "-0.5"): "r",
-    ("reciprocal", ("s",), ""): "r",
-    ("mul", ("r",), "1"): "r",  # 1.0 / s traces to reciprocal(s) * 1.0
-}
-_ROW_RULES: dict[str, dict[_Rule, str]] = {
-    "softmax": {
-        ("_softmax", ("x",), ""): "out",
-        ("amax", ("x",), ""): "max",
-        ("sub", ("x", "max"), ""): "shifted",
-        ("exp", ("x",), ""): "e",
-        ("sum", ("e",), ""): "z",
-        ("div", ("e", "z"), ""): "out",
-        ("exp", ("shifted",), ""): "es",
-        ("sum", ("es",), ""): "zs",
-        ("div", ("es", "zs"), ""): "out",
-    },
-    "rmsnorm": {
-        ("add", ("residual", "x"), ""): "h",
-        ("pow", ("h",), "2"): "sq",
-        ("mul", ("h", "h"), ""): "sq",
-        ("mean", ("sq",), ""): "v",
-        ("sum", ("sq",), ""): "ss",
-        ("div", ("ss",), "C"): "v",
-        ("mul", ("ss",), "1/C"): "v",
-        **_RSTD_RULES,
-        ("mul", ("h", "r"), ""): "n",
-        ("div", ("h", "s"), ""): "n",
-        ("mul", ("n", "weight"), ""): "out",
-        ("mul", ("r", "weight"), ""): "rw",
-        ("mul", ("h", "rw"), ""): "out",
-    },
-    "add_layernorm": {
-        ("add", ("residual", "x"), ""): "h",
-        ("var_mean", ("h",), ""): "vm",
-        ("getitem", ("vm",), "0"): "v",
-        ("getitem", ("vm",), "1"): "mean",
-        ("mean", ("h",), ""): "mean",
-        ("var", ("h",), ""): "v",
-        ("sub", ("h", "mean"), ""): "d",
-        ("pow", ("d",), "2"): "d2",
-        ("mul", ("d", "d"), ""): "d2",
-        ("mean", ("d2",), ""): "v",
-        **_RSTD_RULES,
-        ("mul", ("d", "r"), ""): "n",
-        ("div", ("d", "s"), ""): "n",
-        ("mul", ("n", "weight"), ""): "nw",
-        ("add", ("bias", "nw"), ""): "out",
-    },
-}
-_COMMUTATIVE = frozenset({"add", "mul"})
-#: Ops whose scalar arguments are operands (elsewhere they are dims and flags).
-_ARITHMETIC = frozenset({"add", "sub", "mul", "div", "pow", "getitem"})
-_REDUCTIONS = frozenset(
-    {
-        "amax",
-        "amin",
-        "sum",
-        "mean",
-        "var_mean",
-        "var",
-        "max",
-        "min",
-        "prod",
-        "logsumexp",
-        "_softmax",
-    }
-)
-
-
-def op_name(target: str) -> str:
-    """`aten.mm.default` -> `mm`; `prims.convert_element_type.default` -> the same stem."""
-    parts = target.split(".")
-    return parts[1] if len(parts) >= 2 and parts[0] in {"aten", "prims"} else target
-
 
 def confirm_match(match: TemplateMatch, traces: TraceSet) -> TemplateMatch | str:
     """The match, its layout constants set from the graph, or why the reference computes
@@ -180,30 +81,10 @@ def confirm_match(match: TemplateMatch, traces: TraceSet) -> TemplateMatch | str
 def _confirm_one(match: TemplateMatch, graph: OpGraph) -> TemplateMatch | str:
     if match.family == "gemm_epilogue":
         return _confirm_gemm(match, graph)
-    if match.family in _ROW_RULES:
-        why = _check_rows(match, graph)
+    if match.family in ROW_RULES:
+        why = check_rows(match, graph)
         return why if why else match
     return match
-
-
-def _edge(value: Any) -> str | None:
-    return value["node"] if isinstance(value, dict) and "node" in value else None
-
-
-def _edges(node: GraphNode) -> Iterator[str]:
-    for value in [*node.args, *node.kwargs.values()]:
-        for item in value if isinstance(value, list) else [value]:
-            name = _edge(item)
-            if name is not None:
-                yield name
-
-
-def _scalars(node: GraphNode) -> Iterator[float]:
-    for value in node.args[1:]:
-        if isinstance(value, bool):
-            continue
-        if isinstance(value, int | float):
-            yield float(value)
 
 
 def _is_transpose(node: GraphNode) -> bool:
@@ -234,10 +115,10 @@ def _source(
             if not _is_transpose(node):
                 return None, flips, passed
             flips += 1
-        elif op not in _LAYOUT:
+        elif op not in LAYOUT:
             return None, flips, passed
         passed.append(name)
-        edges = list(_edges(node))
+        edges = list(node_edges(node))
         if len(edges) != 1:
             return None, flips, passed
         name = edges[0]
@@ -252,11 +133,11 @@ def _confirm_gemm(match: TemplateMatch, graph: OpGraph) -> TemplateMatch | str:
         found = ", ".join(op_name(n.target) for n in products) or "none"
         return f"has matrix products {found}; the template computes one 2-D product"
     product = products[0]
-    operands = list(_edges(product))
+    operands = list(node_edges(product))
     expected = 3 if op_name(product.target) == "addmm" else 2
     if len(operands) != expected:
         return "calls its matrix product with operands the template does not read"
-    why = _unscaled(product)
+    why = unscaled(product)
     if why:
         return f"{why}; the template adds the bias to the plain product"
     used = {product.name}
@@ -304,8 +185,8 @@ def _bias_broadcast(graph: OpGraph, bias: str, product: GraphNode) -> str | None
 def _origin(name: str, nodes: dict[str, GraphNode]) -> str:
     """The node a value comes from through layout ops only."""
     node = nodes.get(name)
-    while node is not None and op_name(node.target) in _LAYOUT:
-        edges = list(_edges(node))
+    while node is not None and op_name(node.target) in LAYOUT:
+        edges = list(node_edges(node))
         if len(edges) != 1:
             break
         name, node = edges[0], nodes.get(edges[0])
@@ -317,13 +198,13 @@ def _bias_add(
 ) -> str | None:
     """Empty when `node` adds the bias to the product itself (before any activation op), None
     when it is no such add, else why the bias add is not the template's."""
-    edges = list(_edges(node))
+    edges = list(node_edges(node))
     if op_name(node.target) != "add" or len(edges) != 2:
         return None
     sources = [_source(graph, e, nodes)[0] for e in edges]
     if bias not in sources or not any(_origin(e, nodes) == product.name for e in edges):
         return None
-    return _unscaled(node) or _bias_broadcast(graph, edges[sources.index(bias)], product) or ""
+    return unscaled(node) or _bias_broadcast(graph, edges[sources.index(bias)], product) or ""
 
 
 def _check_epilogue(
@@ -341,7 +222,7 @@ def _check_epilogue(
     for node in graph.nodes:
         if node.name in used:
             continue
-        edges = list(_edges(node))
+        edges = list(node_edges(node))
         op = op_name(node.target)
         if not bias_added:
             why = _bias_add(graph, node, bias or "", nodes[product], nodes)
@@ -351,14 +232,14 @@ def _check_epilogue(
                 derived.add(node.name)
                 bias_added = True
                 continue
-        if op in _LAYOUT or op in ops:
+        if op in LAYOUT or op in ops:
             if not edges or any(e not in derived for e in edges):
                 return f"applies {op} to something other than the product"
-            odd = [c for c in _scalars(node) if c not in constants]
-            if op not in _LAYOUT and odd:
+            odd = [c for c in node_scalars(node) if c not in constants]
+            if op not in LAYOUT and odd:
                 return f"applies {op} with {odd[0]:g}, which the template's epilogue does not"
             derived.add(node.name)
-            if op not in _LAYOUT:
+            if op not in LAYOUT:
                 applied[op] += 1
             continue
         return f"computes {op} beside the product; the template fuses only bias and activation"
@@ -367,87 +248,4 @@ def _check_epilogue(
     if applied not in forms:
         found = ", ".join(f"{op} x{n}" for op, n in sorted(applied.items())) or "nothing"
         return f"applies {found} after the product, not the one activation the template fuses"
-    return None
-
-
-def _scalar_tag(value: float, eps: float | None, row: int) -> str:
-    if eps is not None and isclose(value, eps, rel_tol=1e-6):
-        return "eps"
-    if value == row:
-        return "C"
-    if isclose(value, 1 / row, rel_tol=1e-6):
-        return "1/C"
-    return f"{value:g}"
-
-
-def _unscaled(node: GraphNode) -> str | None:
-    """Why an op's keyword arguments change what it computes (`alpha`, `beta`, a variance's
-    `correction`), or None."""
-    op = op_name(node.target)
-    for key in ("alpha", "beta"):
-        if node.kwargs.get(key, 1) != 1:
-            return f"calls {op} with {key}={node.kwargs[key]}"
-    if op in {"var", "var_mean"}:
-        correction = node.kwargs.get("correction", 1)
-        if node.kwargs.get("unbiased") is False:
-            correction = 0
-        if correction != 0:
-            return f"takes an unbiased {op} (correction {correction}); the template's is biased"
-    return None
-
-
-def _check_rows(match: TemplateMatch, graph: OpGraph) -> str | None:
-    """The graph is the family's computation (`_ROW_RULES`) and returns what the template
-    returns; every reduction runs over whole rows of `x` (the last axis, at its length)."""
-    rules = _ROW_RULES[match.family]
-    roles = dict(match.input_roles)
-    eps_text = dict(match.constants).get("EPS")
-    eps = float(eps_text) if eps_text is not None else None
-    x_meta = next((i.meta for i in graph.inputs if i.name == roles["x"]), None)
-    row = x_meta.shape[-1] if x_meta and x_meta.shape else 0
-    names = {name: role for role, name in roles.items()}
-    if match.family == "rmsnorm" and "residual" not in roles:
-        names[roles["x"]] = "h"
-    kinds = {i.node: names.get(i.name, "?") for i in graph.inputs}
-    shapes = {i.node: i.meta.shape for i in graph.inputs if i.meta}
-    for node in graph.nodes:
-        op = op_name(node.target)
-        edges = list(_edges(node))
-        operands = [kinds.get(e, "?") for e in edges]
-        if op in _REDUCTIONS:
-            shape = shapes.get(edges[0], []) if edges else []
-            dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
-            dims = dims if isinstance(dims, list) else [dims]
-            if dims == [None] or {int(d) % max(len(shape), 1) for d in dims} != {len(shape) - 1}:
-                return (
-                    f"reduces ({op}) over axes {dims} of a rank-{len(shape)} tensor, not the last"
-                )
-            if shape[-1] != row:
-                return f"reduces ({op}) over rows of {shape[-1]}, not the whole rows of {row}"
-        why = _unscaled(node)
-        if why:
-            return why
-        if op in _LAYOUT and len(operands) == 1:
-            kind = operands[0]
-        else:
-            scalars = list(_scalars(node)) if op in _ARITHMETIC else []
-            tag = _scalar_tag(scalars[0], eps, row) if len(scalars) == 1 else ""
-            if len(scalars) > 1:
-                tag = "?"
-            key = tuple(sorted(operands)) if op in _COMMUTATIVE else tuple(operands)
-            found = rules.get((op, key, tag))
-            if found is None:
-                with_scalar = f" with {tag}" if tag else ""
-                return (
-                    f"applies {op} to ({', '.join(operands)}){with_scalar}; the "
-                    f"{match.family} template computes no such step"
-                )
-            kind = found
-        kinds[node.name] = kind
-        if node.outputs and node.outputs[0] is not None:
-            shapes[node.name] = node.outputs[0].shape
-    returned = [kinds.get(_edge(o) or "", "?") for o in graph.outputs]
-    expected = ["out" if index == 0 else "h" for index in match.output_order]
-    if returned != expected:
-        return f"returns ({', '.join(returned)}); the template returns ({', '.join(expected)})"
     return None
