@@ -185,7 +185,7 @@ def test_knob_space_is_data_with_groups_and_docs() -> None:
             default = template.default_knobs(device)
             assert set(default) == set(space)
             assert template.check_knobs(default, device) is None
-        assert {d.group for d in template.dims} <= {"tile", "launch", "schedule"}
+        assert {d.group for d in template.dims} <= {"tile", "launch", "schedule", "precision"}
         assert all(d.doc for d in template.dims)
         assert {"NUM_WARPS", "PERSISTENT"} <= set(template.knob_names), template.family
 

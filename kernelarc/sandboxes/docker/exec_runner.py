@@ -93,14 +93,16 @@ class ExecRunner:
         return self.workdir / "result.json"
 
     def alive(self) -> bool:
-        """Whether the engine says the exec runs and its output stream has not ended (which
-        the engine's state can lag behind)."""
+        """Whether the engine says the exec runs, or has not yet started it (no exit code: an
+        exec asked for a moment ago on a loaded host), and its output stream has not ended
+        (which the engine's state can lag behind). Taking a just-exec'd spare as ended made the
+        next candidate start cold (a flaky docker test saw "the spare runner had ended")."""
         try:
-            running = bool(self.api.exec_inspect(self.exec_id).get("Running"))
+            state = self.api.exec_inspect(self.exec_id)
         except DOCKER_ERRORS as exc:
             logger.warning("cannot inspect the spare runner %s: %s", self.exec_id[:12], exc)
             return False
-        if not running:
+        if not state.get("Running") and state.get("ExitCode") is not None:
             return False
         try:
             readable, _, _ = select.select([self.conn], [], [], 0)
