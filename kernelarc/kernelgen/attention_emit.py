@@ -23,6 +23,11 @@ attention kernels torch calls on a GPU compute: Q and K when both are, the proba
 when V is. An exact widening loses nothing and a scaled-down value cannot overflow; any other
 operand stays float32 under the DOT_PRECISION knob. A fully masked row gives 0 / 0 = NaN, as
 the reference's softmax of a row of -inf does.
+
+With a position-only mask (`attention_mask.py`) a scan over the mask alone bounds the loop to
+the key blocks some row keeps, and finds the blocks every row keeps whole: when those are one
+run of blocks the loop is split in three, the whole blocks in the middle without the mask
+(below a causal diagonal, inside a sliding window), as FlashAttention's causal kernels do.
 """
 
 from dataclasses import replace
@@ -146,7 +151,12 @@ class AttentionEmitter(GemmEmitter):
         update = self._plain_dot(Val(p_code, probs.dtype), Val(v_code, v.dtype), "acc * alpha")
         self.loop.lines.append(f"acc = {update}")
         self.loop.lines.append("m_i = m_new")
-        self._close_loop(self._key_bounds())
+        unmasked = self._unmasked_body()
+        bounds = self._key_bounds(split=unmasked is not None)
+        if unmasked is None or bounds == ("0", ""):
+            self._close_loop(bounds)
+        else:
+            self._close_split_loop(unmasked)
         if space.row_any:  # a row without a finite score is 0, as the reference's guard has it
             self.kernel.lines.append("acc = tl.where(l_i == 0.0, 0.0, acc / l_i)")
         else:  # 0 / 0: NaN, as the reference's softmax of a row of -inf
@@ -187,9 +197,51 @@ class AttentionEmitter(GemmEmitter):
             self._mask_at.add(index)
         return super().value(ref, index)
 
-    def _key_bounds(self) -> tuple[str, str]:
+    def _unmasked_body(self) -> list[str] | None:
+        """The loop body for key blocks the position mask keeps whole: the line that puts the
+        -inf in assigns the kept scores instead (the mask's own lines become dead code the
+        compiler drops), as FlashAttention's causal kernels skip the mask below the diagonal.
+        None when the mask is read at more than one index or its value is not one line."""
+        space, loop = self.attention, self.loop
+        if not space.mask or len(self._mask_at) != 1 or loop is None:
+            return None
+        [index] = self._mask_at
+        masked = loop.memo.get((space.mask, 0, index, ""))
+        node = self.graph.nodes[space.mask]
+        kept_arg = _kept_operand(self.graph, node, space.mask_condition)
+        if masked is None or kept_arg is None:
+            return None
+        at = broadcast_index(index, node.shape, tuple(self.graph.meta(kept_arg).shape))
+        kept = self.value(kept_arg, at)
+        assignment = f"{masked.code} = "
+        lines = [line for line in loop.lines if line.startswith(assignment)]
+        if kept.dtype != masked.dtype or len(lines) != 1:
+            return None
+        return [
+            f"{assignment}{kept.code}" if line.startswith(assignment) else line
+            for line in loop.lines
+        ]
+
+    def _close_split_loop(self, unmasked: list[str]) -> None:
+        """The key loop in three ranges: masked blocks before the wholly kept ones, those with
+        `unmasked` (no mask), masked blocks after (`_key_bounds` sets f_lo and f_hi)."""
+        assert self.loop is not None
+        masked = self.loop.lines
+        for (start, stop), body in (
+            (("k_lo", "f_lo"), masked),
+            (("f_lo", "f_hi"), unmasked),
+            (("f_hi", "k_hi"), masked),
+        ):
+            self.loop.lines = body
+            self._close_loop((start, stop))
+            self.loop = Scope()
+        self.loop = None
+
+    def _key_bounds(self, split: bool = False) -> tuple[str, str]:
         """The key range this program visits: the blocks the position mask keeps for some of
-        its rows (a loop over the mask alone, no loads), or every key without such a mask."""
+        its rows (a loop over the mask alone, no loads), or every key without such a mask.
+        With `split`, also [f_lo, f_hi): the blocks it keeps whole for every row (when they are
+        one run of blocks; else empty, at k_hi)."""
         space = self.attention
         if not space.mask or len(self._mask_at) != 1:
             return ("0", "")
@@ -205,9 +257,19 @@ class AttentionEmitter(GemmEmitter):
         assert scan is not None and body is not None
         kept = keep.code if space.mask_keep else f"~({keep.code})"
         k = space.k
+        # Whole blocks: every (row, key) this program has kept; `live` keeps partial ones too.
+        whole = [
+            f"    full = live * tl.min(tl.where(({kept}) | ~(kamask & xmask), 1, 0))",
+            f"    f_lo = tl.minimum(f_lo, tl.where(full > 0, k0, {k}))",
+            "    f_hi = tl.maximum(f_hi, tl.where(full > 0, k0 + KBLOCK, 0))",
+            "    n_full += full",
+        ]
+        starts = [f"f_lo = tl.full([], {k}, tl.int32)", "f_hi = tl.full([], 0, tl.int32)"]
+        starts.append("n_full = tl.full([], 0, tl.int32)")
         self.kernel.lines += [
             "k_hi = tl.full([], 0, tl.int32)",
             f"k_lo = tl.full([], {k}, tl.int32)",
+            *(starts if split else []),
             f"for k0 in range(0, {k}, KBLOCK):",
             "    ka = k0 + tl.arange(0, KBLOCK)[None, :]",
             f"    kamask = ka < {k}",
@@ -215,7 +277,14 @@ class AttentionEmitter(GemmEmitter):
             f"    live = tl.max(tl.where(({kept}) & kamask & xmask, 1, 0))",
             "    k_hi = tl.where(live > 0, k0 + KBLOCK, k_hi)",
             f"    k_lo = tl.minimum(k_lo, tl.where(live > 0, k0, {k}))",
+            *(whole if split else []),
         ]
+        if split:  # one run of whole blocks, or none (the split loop then visits none)
+            self.kernel.lines += [
+                "f_one_run = (n_full > 0) & (n_full * KBLOCK == f_hi - f_lo)",
+                "f_lo = tl.where(f_one_run, f_lo, k_hi)",
+                "f_hi = tl.where(f_one_run, f_hi, k_hi)",
+            ]
         return ("k_lo", "k_hi")
 
     def _narrowable(self, ref: Ref) -> str:
@@ -262,6 +331,25 @@ class AttentionEmitter(GemmEmitter):
         stage = self.launch.kblock * (dblock + self.launch.rblock) * size
         fits = max(1, (SHARED_MEMORY_BYTES - resident) // max(stage, 1))
         return replace(self.launch, num_stages=min(self.launch.num_stages, fits))
+
+
+def _kept_operand(graph: Graph, node: Node, condition: str) -> Ref | None:
+    """The operand of the mask node that holds the scores where they are kept: the other
+    branch of `where(c, -inf, s)` / `where(c, s, -inf)`, the scores of `s + where(...)`."""
+    args = [a for a in node.args if isinstance(a, Ref)]
+    if node.target == "aten.where.self" and len(node.args) == 3:
+        branches = [a for a in node.args[1:] if constant_value(graph, a) != float("-inf")]
+        return branches[0] if len(branches) == 1 and isinstance(branches[0], Ref) else None
+    if node.target == "aten.add.Tensor" and len(args) == 2:
+        others = [a for a in args if not _reads(graph, a, condition)]
+        return others[0] if len(others) == 1 else None
+    return None
+
+
+def _reads(graph: Graph, ref: Ref, name: str) -> bool:
+    """Whether `ref` is computed from node `name` (the additive mask's where)."""
+    node = graph.node(ref)
+    return ref.node == name or any(isinstance(a, Ref) and a.node == name for a in node.args)
 
 
 def _dblock(d: int) -> int:

@@ -512,4 +512,7 @@ def test_which_attentions_bound_their_key_loop(hostile: Traced) -> None:
     assert all(s.row_any for s in rows)
     # Both of each workload's plan (two workloads).
     bounded = _generate(hostile, "ha_head_window", {"FLASH_M": 16, "FLASH_N": 16}).source
-    assert bounded.count("for k0 in range(k_lo, k_hi, KBLOCK)") == 2 * 2
+    assert bounded.count("for k0 in range(k_lo, ") == 2 * 2
+    # And split: the blocks the window keeps whole run without the mask, between masked ones.
+    assert bounded.count("for k0 in range(f_lo, f_hi, KBLOCK)") == 2 * 2
+    assert bounded.count("for k0 in range(f_hi, k_hi, KBLOCK)") == 2 * 2
