@@ -13,7 +13,13 @@ import re
 from collections.abc import Mapping
 
 from kernelarc.agents.knob_search import KnobSpace, KnobValue
-from kernelarc.agents.triton.template_library import TemplateMatch, match_template, render_source
+from kernelarc.agents.triton.template_library import (
+    GEMM_SMEM_LIMIT_BYTES,
+    TemplateMatch,
+    gemm_smem_bytes,
+    match_template,
+    render_source,
+)
 from kernelarc.problems.files import Problem
 
 #: (strategy, knob-name pattern), first match wins. Launch shape (warps, stages) is pipelining;
@@ -67,6 +73,10 @@ def triton_space(problem: Problem, device: str) -> tuple[KnobSpace, TemplateMatc
         moot = _MOOT_KNOBS.get((name, value))
         if moot and settings:
             settings = [s for s in settings if s[moot] == settings[0][moot]]
+    if template.family == "gemm_epilogue" and dict(match.constants).get("IEEE_DOT") == "True":
+        # float32 operands: tiles twice the bytes the template's own check assumes (a 4-stage
+        # 128x256x64 setting asked Triton for 288 KiB on the H100, suite run 15).
+        settings = [s for s in settings if gemm_smem_bytes(s, 4) <= GEMM_SMEM_LIMIT_BYTES]
     if not settings:
         return f"template {template.family} has no knob setting for {device}"
     options: dict[str, tuple[KnobValue, ...]] = {
@@ -75,12 +85,20 @@ def triton_space(problem: Problem, device: str) -> tuple[KnobSpace, TemplateMatc
     valid = {_key(s) for s in settings}
     # The library's first prior (`default_knobs`): on CUDA its first hand-picked (Hopper-tuned)
     # setting, so every strategy searches its own knobs around the likely winner; on CPU the
-    # first interpreter values. The middle of the grid only if the library's default is invalid.
+    # first interpreter values. If the match rules it out (float32 GEMM tiles), the valid
+    # setting that changes the fewest of its knobs, then the one nearest the grid's middle.
     first = dict(template.default_knobs(device))
     if _key(first) in valid:
         default = first
     else:
-        default = min(settings, key=lambda s: (_distance_from_middle(s, options), _key(s)))
+        default = min(
+            settings,
+            key=lambda s: (
+                sum(s[n] != first.get(n) for n in s),
+                _distance_from_middle(s, options),
+                _key(s),
+            ),
+        )
     space = KnobSpace(
         family=f"triton/{template.family}",
         options=options,

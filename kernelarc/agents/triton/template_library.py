@@ -128,9 +128,16 @@ def _row_dims(
     )
 
 
-def _gemm_constraint(knobs: Knobs) -> str | None:
+def gemm_smem_bytes(knobs: Knobs, element_bytes: int) -> int:
+    """Shared memory the GEMM template's pipelined A and B tiles take."""
     bm, bn, bk = knobs["BLOCK_M"], knobs["BLOCK_N"], knobs["BLOCK_K"]
-    smem = (bm + bn) * bk * 2 * knobs["NUM_STAGES"]
+    return (bm + bn) * bk * element_bytes * knobs["NUM_STAGES"]
+
+
+def _gemm_constraint(knobs: Knobs) -> str | None:
+    # 16-bit operands here; float32 ones take twice as much (`template_knobs.triton_space`).
+    bm, bn, bk = knobs["BLOCK_M"], knobs["BLOCK_N"], knobs["BLOCK_K"]
+    smem = gemm_smem_bytes(knobs, 2)
     if smem > GEMM_SMEM_LIMIT_BYTES:
         return f"{knobs['NUM_STAGES']} stages of {bm}x{bk} and {bk}x{bn} tiles need {smem} B"
     per_thread = bm * bn // (32 * knobs["NUM_WARPS"])
