@@ -76,6 +76,7 @@ class KnobDim:
 
 
 Constraint = Callable[[Knobs], str | None]
+MatchConstraint = Callable[[TemplateMatch, Knobs, str], str | None]
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,10 @@ class KernelTemplate:
     """Partial settings to try first on CUDA, in order (missing names take the default)."""
     constraint: Constraint | None = None
     """Extra validity rule on CUDA settings (shared memory, registers); None = none."""
+    match_constraint: MatchConstraint | None = None
+    """A rule that also needs the match (operand dtypes, a knob the match makes moot), given
+    the match, a setting and the device; `template_knobs.triton_space` applies it to the
+    device's settings; None = none."""
     summary: str = ""
     """One line: what the kernel computes and how."""
 

@@ -13,13 +13,7 @@ import re
 from collections.abc import Mapping
 
 from kernelarc.agents.knob_search import KnobSpace, KnobValue
-from kernelarc.agents.triton.template_library import (
-    GEMM_SMEM_LIMIT_BYTES,
-    TemplateMatch,
-    gemm_smem_bytes,
-    match_template,
-    render_source,
-)
+from kernelarc.agents.triton.template_library import TemplateMatch, match_template, render_source
 from kernelarc.problems.files import Problem
 
 #: (strategy, knob-name pattern), first match wins. Launch shape (warps, stages) is pipelining;
@@ -46,8 +40,6 @@ GROUP_OWNERS: Mapping[str, str] = {
     "schedule": "fusion",
     "precision": "precision",
 }
-#: (match constant, its value) -> the knob that setting makes moot.
-_MOOT_KNOBS: Mapping[tuple[str, str], str] = {("IEEE_DOT", "False"): "DOT_PRECISION"}
 TRITON_STRATEGIES = ("tiling", "memory", "fusion", "pipelining", "precision")
 """Strategies that may own template knobs."""
 
@@ -67,16 +59,9 @@ def triton_space(problem: Problem, device: str) -> tuple[KnobSpace, TemplateMatc
         return f"no Triton template fits this problem (templates: {families}); " + "; ".join(found)
     template, match = found
     settings = template.knob_settings(device)
-    for name, value in dict(match.constants).items():
-        # A knob the match makes moot (DOT_PRECISION for 16-bit GEMM operands) keeps its first
-        # value, so no strategy proposes a kernel that differs in an unused constant only.
-        moot = _MOOT_KNOBS.get((name, value))
-        if moot and settings:
-            settings = [s for s in settings if s[moot] == settings[0][moot]]
-    if template.family == "gemm_epilogue" and dict(match.constants).get("IEEE_DOT") == "True":
-        # float32 operands: tiles twice the bytes the template's own check assumes (a 4-stage
-        # 128x256x64 setting asked Triton for 288 KiB on the H100, suite run 15).
-        settings = [s for s in settings if gemm_smem_bytes(s, 4) <= GEMM_SMEM_LIMIT_BYTES]
+    if template.match_constraint is not None:
+        rule = template.match_constraint
+        settings = [s for s in settings if rule(match, s, device) is None]
     if not settings:
         return f"template {template.family} has no knob setting for {device}"
     options: dict[str, tuple[KnobValue, ...]] = {
