@@ -1,6 +1,7 @@
 """The offline strategy agents: which problems they serve, which knobs they move, how conclusions
 and drafts steer them, and what they conclude."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,7 @@ from kernelarc.agents.triton.template_library import (
 from kernelarc.coordination import ConclusionBoard
 from kernelarc.guard import blocking, scan_solution
 from kernelarc.problems.builtin_set import builtin_names, resolve_problem
-from kernelarc.problems.files import Problem
+from kernelarc.problems.files import Problem, load_problem
 from kernelarc.schema import Attempt, Proposal, Verdict, utc_now
 from kernelarc.schema.coordination import Conclusion, ConclusionScope, Evidence
 
@@ -405,3 +406,29 @@ def test_float32_gemm_operands_give_the_precision_agent_the_dot_precision(tmp_pa
     big = {**bf16_space.default, "BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "NUM_STAGES": 4}
     assert bf16_space.allowed(big) and not space.allowed({**big, "DOT_PRECISION": 2})
     assert gemm_smem_bytes(space.default, 4) <= GEMM_SMEM_LIMIT_BYTES
+
+
+def test_the_library_agent_leaves_a_convolution_alone(tmp_path: Path) -> None:
+    # cuDNN runs it whatever the BLAS settings; bf16 autocast (precision) still changes it.
+    conv = {
+        "name": "conv_only",
+        "op_type": "conv",
+        "axes": {"N": {"type": "var"}},
+        "inputs": {
+            "x": {"shape": ["N", 4, 8, 8], "dtype": "float32"},
+            "weight": {"shape": [4, 4, 3, 3], "dtype": "float32"},
+        },
+        "outputs": {"y": {"shape": ["N", 4, 6, 6], "dtype": "float32"}},
+        "reference": "import torch.nn.functional as F\n\ndef run(x, weight):\n"
+        "    return F.conv2d(x, weight)\n",
+    }
+    target = tmp_path / "conv_only"
+    target.mkdir()
+    (target / "definition.json").write_text(json.dumps(conv))
+    workload = {"uuid": "n2", "axes": {"N": 2}, "inputs": {}}
+    (target / "workload.jsonl").write_text(json.dumps(workload) + "\n")
+    problem = load_problem(target)
+    library = LibraryAgent(seed=0).space_for(problem, "cuda")
+    assert isinstance(library, str) and "no matrix product" in library
+    assert not isinstance(PrecisionAgent(seed=0).space_for(problem, "cuda"), str)
+    assert not isinstance(LibraryAgent(seed=0).space_for(GEMM, "cuda"), str)

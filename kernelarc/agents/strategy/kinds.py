@@ -199,3 +199,12 @@ class LibraryAgent(TorchStrategyAgent):
     """Library configuration: the GEMM's library path and BLAS backend, TF32."""
 
     strategy = "library"
+
+    def space_for(self, problem: Problem, device: str) -> tuple[KnobSpace, Any] | str:
+        """As the precision agent's, for references with a matrix product only: a convolution
+        alone runs in cuDNN, which none of these settings changes (cuDNN's TF32 is on by
+        default), so each variant would be the reference again (H100 suite run 16: such a
+        variant took the first timed slot of two 35 s conv campaigns)."""
+        if not uses_operations(problem.definition.reference, MATMUL_NAMES):
+            return "the reference has no matrix product: library settings change nothing"
+        return super().space_for(problem, device)
