@@ -23,12 +23,11 @@ from kernelarc.agents.strategy.kinds import (
     PrecisionAgent,
     TilingAgent,
 )
+from kernelarc.agents.triton.gemm_template_knobs import GEMM_SMEM_LIMIT_BYTES, gemm_smem_bytes
 from kernelarc.agents.triton.template_knobs import TRITON_STRATEGIES, knob_owner, triton_space
 from kernelarc.agents.triton.template_library import (
-    GEMM_SMEM_LIMIT_BYTES,
     TEMPLATES,
     KernelTemplate,
-    gemm_smem_bytes,
     match_template,
     render_source,
 )
