@@ -19,7 +19,15 @@ from kernelarc.kernelgen.attention_emit import AttentionEmitter
 from kernelarc.kernelgen.conv_layout import memory_order
 from kernelarc.kernelgen.emit import KernelEmitter
 from kernelarc.kernelgen.gemm_emit import GemmEmitter, gemm_space
-from kernelarc.kernelgen.graph_ir import GenerationError, Graph, Kind, Ref, contiguous
+from kernelarc.kernelgen.graph_ir import (
+    GenerationError,
+    Graph,
+    Kind,
+    Node,
+    Ref,
+    contiguous,
+    walk_up,
+)
 from kernelarc.kernelgen.kernel_types import (
     Buffer,
     KernelSource,
@@ -348,24 +356,17 @@ def _reductions_reached(graph: Graph, root: Ref, materialized: set[str]) -> list
 def _reached(graph: Graph, root: Ref, materialized: set[str], kinds: tuple[Kind, ...]) -> list[str]:
     """Nodes of `kinds` a kernel of `root` would compute inline (not beyond them), in graph
     order."""
-    found: list[str] = []
-    seen: set[str] = set()
-    stack = [root.node]
-    while stack:
-        name = stack.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        node = graph.nodes[name]
-        if name != root.node and (name in materialized or node.kind not in _FUSABLE):
-            continue
-        if node.kind in (Kind.REDUCTION, Kind.MATMUL, Kind.SCAN) and name != root.node:
-            if node.kind in kinds:
-                found.append(name)
-            continue
-        stack.extend(ref.node for ref in node.refs())
-    order = list(graph.nodes)
-    return sorted(found, key=order.index)
+
+    def inline(node: Node) -> bool:  # computed in the kernel, not read from a buffer
+        return node.name == root.node or (node.name not in materialized and node.kind in _FUSABLE)
+
+    def through(node: Node) -> bool:
+        stops = node.kind in (Kind.REDUCTION, Kind.MATMUL, Kind.SCAN)
+        return inline(node) and (node.name == root.node or not stops)
+
+    reached = walk_up(graph, root.node, through)
+    found = {n.name for n in reached if n.name != root.node and inline(n) and n.kind in kinds}
+    return [name for name in graph.nodes if name in found]
 
 
 __all__ = ["ExternStep", "KernelStep", "LaunchFor", "Schedule", "schedule_graph"]
