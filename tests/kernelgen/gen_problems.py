@@ -10,7 +10,14 @@ from typing import Any
 
 from problem_dirs import Problem, traced_problems, write_problem_dir
 
-__all__ = ["PROBLEMS", "Problem", "traced_problems", "write_problem"]
+from kernelarc.kernelgen import Generated, default_knobs, generate
+from kernelarc.problems.files import Problem as KernelarcProblem
+from kernelarc.schema.op_graph import TraceSet
+
+__all__ = ["PROBLEMS", "Problem", "Traced", "generate_problem", "traced_problems", "write_problem"]
+
+#: Traced test problems by name: (the loaded problem, its traced graphs).
+Traced = dict[str, tuple[KernelarcProblem, TraceSet]]
 
 
 def _definition(
@@ -716,3 +723,13 @@ PROBLEMS: dict[str, Problem] = {
 def write_problem(root: Path, name: str, problem: Problem | None = None) -> Path:
     """The problem dir of `problem` (default PROBLEMS[name]) under `root`, named `name`."""
     return write_problem_dir(root, name, problem if problem is not None else PROBLEMS[name])
+
+
+def generate_problem(
+    traced: Traced, name: str, knobs: dict[str, int], device: str = "cpu"
+) -> Generated:
+    """The generated solution of a traced test problem at the device's default knobs with
+    `knobs` over them."""
+    problem, traces = traced[name]
+    target = "cuda" if device == "cuda" else "cpu"
+    return generate(problem.definition, traces, default_knobs(target) | knobs, target, name)

@@ -10,10 +10,8 @@ as `reference_check`, like gen_problems.py, not conftest.py: the fixtures live t
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kernelarc.problems.files import Problem
-from kernelarc.schema.op_graph import TraceSet
+from gen_problems import Traced
 
-Traced = dict[str, tuple[Problem, TraceSet]]
 RunChecks = Callable[[list[dict[str, Any]], str], dict[str, Any]]
 
 

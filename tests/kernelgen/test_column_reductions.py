@@ -7,27 +7,19 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from gen_problems import Traced, generate_problem
 from reference_check import assert_match_reference
 
-from kernelarc.kernelgen import Generated, default_knobs, generate, relevant_knobs
+from kernelarc.kernelgen import relevant_knobs
 from kernelarc.kernelgen.knobs import SPLIT_MIN_ROWS
 from kernelarc.kernelgen.split_reductions import column_split_factor
-from kernelarc.problems.files import Problem
-from kernelarc.schema.op_graph import TraceSet
 
-Traced = dict[str, tuple[Problem, TraceSet]]
 COLUMN_PROBLEMS = ("column_reductions", "feature_stats")
 
 #: Narrow tiles (several per row of 20 columns, the last one ragged) and a loop of 4 rows.
 LOOPED = {"COL_X": 8, "COL_R": 4}
 SPLIT = {"SPLIT_COL": 8}
 VARIANTS = {"looped": LOOPED, "split": SPLIT, "split-looped": {**SPLIT, **LOOPED}}
-
-
-def _generate(traced: Traced, name: str, knobs: dict[str, int], device: str = "cpu") -> Generated:
-    problem, traces = traced[name]
-    target = "cuda" if device == "cuda" else "cpu"
-    return generate(problem.definition, traces, default_knobs(target) | knobs, target, name)
 
 
 def _check(
@@ -39,7 +31,7 @@ def _check(
     sources: dict[tuple[str, str], str] = {}
     for name in COLUMN_PROBLEMS:
         for variant, knobs in variants.items():
-            generated = _generate(traced, name, knobs, device)
+            generated = generate_problem(traced, name, knobs, device)
             if "SPLIT_COL" in knobs:
                 assert generated.split, f"{name}/{variant}: nothing was split"
             sources[name, variant] = generated.source
@@ -70,25 +62,25 @@ def test_a_reduction_over_a_middle_or_leading_dim_runs_the_column_plan(
     gen_problems: Traced,
 ) -> None:
     # Sum, max with indices, argmin over dim 1 (one kernel: same space) and var over dim 0.
-    cols = _generate(gen_problems, "column_reductions", {})
+    cols = generate_problem(gen_problems, "column_reductions", {})
     assert (cols.kernels, cols.kinds) == (2, frozenset({"column"}))
     knobs = relevant_knobs(cols)
     assert {"COL_X", "COL_R", "NUM_WARPS_RED", "SPLIT_COL"} <= set(knobs)
     assert not {"ROWS", "BLOCK_R", "PERSISTENT_MAX", "SPLIT_R"} & set(knobs)
     # BatchNorm1d's statistics over dim 0 of (N, D) and the normalisation: one column kernel
     # that also stores the normalised output.
-    stats = _generate(gen_problems, "feature_stats", {})
+    stats = generate_problem(gen_problems, "feature_stats", {})
     assert (stats.kernels, stats.kinds) == (1, frozenset({"column"}))
     # Reductions over the last dim keep the row plan and its knobs.
-    rows = _generate(gen_problems, "add_layernorm_logsoftmax", {})
+    rows = generate_problem(gen_problems, "add_layernorm_logsoftmax", {})
     assert rows.kinds == frozenset({"reduction"})
     assert "ROWS" in relevant_knobs(rows) and "COL_X" not in relevant_knobs(rows)
     # BatchNorm2d reduces (N, H, W), the last dims included: rows, split with SPLIT_R.
-    assert "column" not in _generate(gen_problems, "batch_stats", {}).kinds
+    assert "column" not in generate_problem(gen_problems, "batch_stats", {}).kinds
 
 
 def test_a_split_column_reduction_stays_in_column_kernels(gen_problems: Traced) -> None:
-    split = _generate(gen_problems, "feature_stats", SPLIT)
+    split = generate_problem(gen_problems, "feature_stats", SPLIT)
     # The BatchNorm's Welford pair (x.mean(0) shares its mean) in two stages; the stage-2
     # kernels read the partials as (1, S, 1, D), again a column reduction.
     assert sorted(split.split) == ["welford_m2", "welford_mean"]

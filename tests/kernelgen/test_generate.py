@@ -6,11 +6,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from gen_problems import Traced, generate_problem
 from reference_check import assert_match_reference
 
 from kernelarc.guard.static_rules import blocking, scan_solution
 from kernelarc.kernelgen import (
-    Generated,
     GenerationError,
     default_knobs,
     generate,
@@ -19,11 +19,7 @@ from kernelarc.kernelgen import (
 from kernelarc.kernelgen.graph_build import build_graph
 from kernelarc.kernelgen.graph_ir import Kind
 from kernelarc.kernelgen.knobs import MAX_KERNEL_LOADS
-from kernelarc.problems.files import Problem
 from kernelarc.schema import BuildSpec, Language, Solution, SourceFile, TargetHardware
-from kernelarc.schema.op_graph import TraceSet
-
-Traced = dict[str, tuple[Problem, TraceSet]]
 
 #: CPU settings that change the kernels' shape: looped reductions with small chunks, matmuls
 #: as Triton GEMMs or as torch calls, convolutions channels-last.
@@ -44,19 +40,11 @@ CPU_VARIANTS: dict[str, dict[str, int]] = {
 }
 
 
-def _generate(traced: Traced, name: str, knobs: dict[str, int], device: str = "cpu") -> Generated:
-    problem, traces = traced[name]
-    settings = default_knobs("cuda" if device == "cuda" else "cpu") | knobs
-    return generate(
-        problem.definition, traces, settings, "cuda" if device == "cuda" else "cpu", name
-    )
-
-
 def test_every_family_matches_the_reference_under_the_interpreter(
     gen_problems: Traced, run_checks: Callable[[list[dict[str, Any]], str], dict[str, Any]]
 ) -> None:
     sources = {
-        (name, variant): _generate(gen_problems, name, knobs).source
+        (name, variant): generate_problem(gen_problems, name, knobs).source
         for name in gen_problems
         for variant, knobs in CPU_VARIANTS.items()
     }
@@ -74,7 +62,7 @@ def test_every_family_matches_the_reference_on_cuda(
         "looped": {"PERSISTENT_MAX": 1024, "BLOCK_R": 64, "FLASH_M": 16, "FLASH_N": 16},
     }
     sources = {
-        (name, variant): _generate(gen_problems, name, knobs, "cuda").source
+        (name, variant): generate_problem(gen_problems, name, knobs, "cuda").source
         for name in gen_problems
         for variant, knobs in variants.items()
     }
@@ -82,48 +70,48 @@ def test_every_family_matches_the_reference_on_cuda(
 
 
 def test_what_is_fused(gen_problems: Traced) -> None:
-    one = _generate(gen_problems, "bias_gelu_scale", {})
+    one = generate_problem(gen_problems, "bias_gelu_scale", {})
     assert (one.kernels, one.kinds, one.externs) == (1, frozenset({"pointwise"}), ())
     assert "s0" in one.source  # the scalar input is a kernel argument, not a baked constant
-    norm = _generate(gen_problems, "add_layernorm_logsoftmax", {})
+    norm = generate_problem(gen_problems, "add_layernorm_logsoftmax", {})
     # h, y and log_softmax(y): one kernel stores all three (h is sunk into the row kernel).
     assert (norm.kernels, norm.kinds) == (1, frozenset({"reduction"}))
     # Looped rows: the log-softmax's max and its sum of exp(y - max) share one loop (online
     # rescaling), and so do the LayerNorm's mean and variance (Welford), so the kernel has
     # loops for mean+variance, max+sum and the stores.
-    looped = _generate(gen_problems, "add_layernorm_logsoftmax", CPU_VARIANTS["looped"])
+    looped = generate_problem(gen_problems, "add_layernorm_logsoftmax", CPU_VARIANTS["looped"])
     kernels = looped.source.count("@triton.jit\ndef _kg_k")  # one per workload signature
     assert kernels >= 1
     assert looped.source.count("for roff in range") == 3 * kernels, looped.source
-    fused = _generate(gen_problems, "linear_silu", {"FUSE_GEMM": 1})
+    fused = generate_problem(gen_problems, "linear_silu", {"FUSE_GEMM": 1})
     assert (fused.kernels, fused.kinds, fused.externs) == (1, frozenset({"gemm"}), ())
-    unfused = _generate(gen_problems, "linear_silu", {"FUSE_GEMM": 0})
+    unfused = generate_problem(gen_problems, "linear_silu", {"FUSE_GEMM": 0})
     assert unfused.externs == ("aten.addmm.default",)
     assert unfused.kinds == frozenset({"pointwise"})
-    conv = _generate(gen_problems, "conv_relu_scale", {})
+    conv = generate_problem(gen_problems, "conv_relu_scale", {})
     assert "aten.convolution.default" in conv.externs
     assert conv.kinds == frozenset({"pointwise"})
     # Pooling is taps over the window in the kernels, not a torch call (its indices too).
-    pool = _generate(gen_problems, "pooling", {})
+    pool = generate_problem(gen_problems, "pooling", {})
     assert (pool.externs, pool.kinds) == ((), frozenset({"pointwise"}))
     # Constants made on the input's device: embedded (the 0-d one) or made once on the device
     # (the vector), not copied per call.
-    consts = _generate(gen_problems, "device_constants", {})
+    consts = generate_problem(gen_problems, "device_constants", {})
     assert (consts.kernels, consts.externs) == (1, ("kernelarc.constant",))
     # A 16-bit GEMM whose operand is a fused prologue: on CUDA every dot is a 16-bit one (no
     # float32 operands, so no input precision), as the reference's float16 matmuls are.
     # Pooling of an overlapping pooling: the inner one is stored (two kernels, neither with
     # more than MAX_KERNEL_LOADS loads), not recomputed under every outer tap.
-    nested = _generate(gen_problems, "pool_of_pool", {})
+    nested = generate_problem(gen_problems, "pool_of_pool", {})
     assert nested.kernels == 2
     for kernel in nested.source.split("@triton.jit")[1:]:
         assert kernel.count("tl.load(") <= MAX_KERNEL_LOADS
     # Embedding lookups, x[idx], index_select and gather are loads at a loaded index.
-    gathers = _generate(gen_problems, "gathers", {})
+    gathers = generate_problem(gen_problems, "gathers", {})
     assert gathers.externs == () and gathers.kernels >= 2
     assert ".to(tl.int64) * " in gathers.source  # gather offsets in 64 bits
     # Scans over the last dim are row kernels; over the first dim a torch call.
-    scans = _generate(gen_problems, "scans", {})
+    scans = generate_problem(gen_problems, "scans", {})
     assert scans.externs == ("aten.cumsum.default",) and "reduction" in scans.kinds
     # flip(cumsum(flip(x))) is one scan from the row's end; cat([0, cumsum(x[:, :-1])]) and
     # cat([1, cumprod(..)]) one scan of the shifted row; cat([2, ...]) is not an exclusive scan.
@@ -138,29 +126,29 @@ def test_what_is_fused(gen_problems: Traced) -> None:
     ]
     assert sorted(shifted) == ["cumprod", "cumsum"]
     # Depthwise convolutions are taps in the kernels, with their SiLU and ReLU.
-    depthwise = _generate(gen_problems, "depthwise", {})
+    depthwise = generate_problem(gen_problems, "depthwise", {})
     assert (depthwise.externs, depthwise.kinds) == ((), frozenset({"pointwise"}))
     # Attention: one online-softmax kernel, the scores never stored (FLASH); off, or when the
     # probabilities are an output, the scores, their row statistics and the P @ V GEMM.
     for name in ("attention_causal", "sdpa_masked"):
-        flash = _generate(gen_problems, name, {})
+        flash = generate_problem(gen_problems, name, {})
         assert (flash.kernels, flash.kinds, flash.externs) == (1, frozenset({"attention"}), ())
         assert "FLASH_N" in relevant_knobs(flash)
         assert "m_new" in flash.source and flash.source.count("tl.dot(") >= 2
-        cuda = _generate(gen_problems, name, {}, "cuda")  # 16-bit dots, as GPU attention
+        cuda = generate_problem(gen_problems, name, {}, "cuda")  # 16-bit dots, as GPU attention
         assert "input_precision" not in cuda.source
-        assert _generate(gen_problems, name, {"FLASH": 0}).kernels == 3
+        assert generate_problem(gen_problems, name, {"FLASH": 0}).kernels == 3
         # Both masks depend on positions only: each program visits the key blocks they keep,
         # those it keeps whole without the mask.
         assert "for k0 in range(k_lo, f_lo, KBLOCK)" in flash.source
         assert "for k0 in range(f_lo, f_hi, KBLOCK)" in flash.source
     for name in ("attention_window", "attention_decode"):
-        bounded = _generate(gen_problems, name, {})
+        bounded = generate_problem(gen_problems, name, {})
         assert "attention" in bounded.kinds
         assert "for k0 in range(k_lo, " in bounded.source
-    stored = _generate(gen_problems, "attention_probs_out", {})
+    stored = generate_problem(gen_problems, "attention_probs_out", {})
     assert "attention" not in stored.kinds and stored.kernels >= 2
-    mlp = _generate(gen_problems, "swiglu_f16", {}, "cuda")
+    mlp = generate_problem(gen_problems, "swiglu_f16", {}, "cuda")
     assert mlp.kernels == 3 and mlp.source.count("tl.dot(") >= 3
     assert "input_precision" not in mlp.source
 
@@ -171,14 +159,14 @@ def test_a_scalar_the_reference_needs_as_a_number_is_baked(gen_problems: Traced)
     assert graph is not None
     kinds = {i.name: i.kind for i in graph.inputs}
     assert kinds == {"x": "tensor", "eps": "constant"}
-    generated = _generate(gen_problems, "channel_rmsnorm", {})
+    generated = generate_problem(gen_problems, "channel_rmsnorm", {})
     assert "_KG_BAKED = (1,)" in generated.source
 
 
 @pytest.mark.parametrize("variant", sorted(CPU_VARIANTS))
 def test_generated_sources_pass_the_static_rules(gen_problems: Traced, variant: str) -> None:
     for name in gen_problems:
-        source = _generate(gen_problems, name, CPU_VARIANTS[variant]).source
+        source = generate_problem(gen_problems, name, CPU_VARIANTS[variant]).source
         solution = Solution(
             name=name,
             definition=name,
@@ -202,7 +190,7 @@ def test_an_untraced_signature_runs_the_reference(
     from gen_problems import PROBLEMS, write_problem
 
     definition, workloads = PROBLEMS["bias_gelu_scale"]
-    source = _generate(gen_problems, "bias_gelu_scale", {}).source
+    source = generate_problem(gen_problems, "bias_gelu_scale", {}).source
     other = write_problem(tmp_path, "bias_gelu_scale")
     wider = [{**workloads[0], "uuid": "b5-h7", "axes": {"B": 5, "H": 7}}]
     (other / "workload.jsonl").write_text("\n".join(__import__("json").dumps(w) for w in wider))

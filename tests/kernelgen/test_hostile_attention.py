@@ -20,18 +20,14 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from gen_problems import _definition, _t, _w, traced_problems
+from gen_problems import Traced, _definition, _t, _w, generate_problem, traced_problems
 from reference_check import assert_match_reference
 
-from kernelarc.kernelgen import Generated, default_knobs, generate
 from kernelarc.kernelgen.attention import attention_space
 from kernelarc.kernelgen.graph_build import build_graph
 from kernelarc.kernelgen.graph_ir import Kind
 from kernelarc.kernelgen.space import AttentionSpace
-from kernelarc.problems.files import Problem
-from kernelarc.schema.op_graph import TraceSet
 
-Traced = dict[str, tuple[Problem, TraceSet]]
 RunChecks = Callable[[list[dict[str, Any]], str], dict[str, Any]]
 
 #: float32 outputs: every element within 1e-3 (a lost key block or a wrong mask is far off).
@@ -448,11 +444,6 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Traced:
     return traced_problems(root, PROBLEMS)
 
 
-def _generate(traced: Traced, name: str, knobs: dict[str, int]) -> Generated:
-    problem, traces = traced[name]
-    return generate(problem.definition, traces, default_knobs("cpu") | knobs, "cpu", name)
-
-
 def _attention_spaces(traced: Traced, name: str) -> list[AttentionSpace]:
     """The attention of every matmul of the first workload's graph that anchors one, in graph
     order (as the scheduler asks before anything is stored)."""
@@ -472,7 +463,7 @@ def test_attention_problems_match_the_reference(hostile: Traced, run_checks: Run
     sources: dict[tuple[str, str], str] = {}
     for name in PROBLEMS:
         for label, knobs in VARIANTS.items():
-            generated = _generate(hostile, name, knobs)
+            generated = generate_problem(hostile, name, knobs)
             flash = knobs.get("FLASH", 1) == 1 and name in ATTENTIONS
             assert ("attention" in generated.kinds) == flash, (name, label, generated.kinds)
             sources[(name, label)] = generated.source
@@ -486,7 +477,7 @@ def test_which_matmuls_are_attentions(hostile: Traced) -> None:
     assert _attention_spaces(hostile, "ha_lse") == []
     # Every attention of one workload's plan is one kernel, nothing else is launched.
     for name in ("ha_layout", "ha_gqa", "ha_softcap", "ha_sdpa_rows", "ha_fp16_plain"):
-        generated = _generate(hostile, name, {})
+        generated = generate_problem(hostile, name, {})
         assert generated.kinds == frozenset({"attention"}), name
         assert (generated.kernels, generated.externs) == (ATTENTIONS[name], ()), name
     [layout] = _attention_spaces(hostile, "ha_layout")
@@ -511,7 +502,7 @@ def test_which_attentions_bound_their_key_loop(hostile: Traced) -> None:
     assert [bool(s.mask) for s in rows] == [True, False]
     assert all(s.row_any for s in rows)
     # Both of each workload's plan (two workloads).
-    bounded = _generate(hostile, "ha_head_window", {"FLASH_M": 16, "FLASH_N": 16}).source
+    bounded = generate_problem(hostile, "ha_head_window", {"FLASH_M": 16, "FLASH_N": 16}).source
     assert bounded.count("for k0 in range(k_lo, ") == 2 * 2
     # And split: the blocks the window keeps whole run without the mask, between masked ones.
     assert bounded.count("for k0 in range(f_lo, f_hi, KBLOCK)") == 2 * 2

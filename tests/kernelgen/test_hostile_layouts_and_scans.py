@@ -8,20 +8,17 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from gen_problems import _definition, _t, _w, traced_problems
+from gen_problems import Traced, _definition, _t, _w, generate_problem, traced_problems
 from reference_check import assert_match_reference
 
-from kernelarc.kernelgen import Generated, default_knobs, generate
+from kernelarc.kernelgen import default_knobs
 from kernelarc.kernelgen.conv_layout import channels_last_convs, convertible_convs
 from kernelarc.kernelgen.graph_build import build_graph
 from kernelarc.kernelgen.graph_ir import Graph, Kind
 from kernelarc.kernelgen.knobs import launch_for
 from kernelarc.kernelgen.schedule import KernelStep, schedule_graph
 from kernelarc.kernelgen.space import Space
-from kernelarc.problems.files import Problem
-from kernelarc.schema.op_graph import TraceSet
 
-Traced = dict[str, tuple[Problem, TraceSet]]
 RunChecks = Callable[[list[dict[str, Any]], str], dict[str, Any]]
 
 #: float32 outputs: every element within 1e-3 (a wrong index or a lost bias is far off).
@@ -392,11 +389,6 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Traced:
     return traced_problems(root, PROBLEMS)
 
 
-def _generate(traced: Traced, name: str, knobs: dict[str, int]) -> Generated:
-    problem, traces = traced[name]
-    return generate(problem.definition, traces, default_knobs("cpu") | knobs, "cpu", name)
-
-
 def _graph(traced: Traced, name: str, workload: int = 0) -> Graph:
     op_graph = traced[name][1].workloads[workload].graph
     assert op_graph is not None, traced[name][1].workloads[workload].error
@@ -447,7 +439,7 @@ CONV_PROBLEMS = [
 
 def test_convolution_problems_match_the_reference(hostile: Traced, run_checks: RunChecks) -> None:
     sources = {
-        (name, label): _generate(hostile, name, knobs).source
+        (name, label): generate_problem(hostile, name, knobs).source
         for name in CONV_PROBLEMS
         for label, knobs in CONV_VARIANTS.items()
     }
@@ -458,7 +450,7 @@ def test_an_argmax_beside_a_reordered_sum_counts_row_major(
     hostile: Traced, run_checks: RunChecks
 ) -> None:
     sources = {
-        ("h_argmax_sibling", label): _generate(hostile, "h_argmax_sibling", knobs).source
+        ("h_argmax_sibling", label): generate_problem(hostile, "h_argmax_sibling", knobs).source
         for label, knobs in {"nchw": {"LAYOUT_CONV": 0}, "nhwc": {"LAYOUT_CONV": 1}}.items()
     }
     assert_match_reference(hostile, run_checks, "cpu", sources)
@@ -467,7 +459,7 @@ def test_an_argmax_beside_a_reordered_sum_counts_row_major(
 def test_scan_rewrites_match_the_reference(hostile: Traced, run_checks: RunChecks) -> None:
     variants = {"default": {}, "looped": {"PERSISTENT_MAX": 16, "BLOCK_R": 16, "ROWS": 4}}
     sources = {
-        (name, label): _generate(hostile, name, knobs).source
+        (name, label): generate_problem(hostile, name, knobs).source
         for name in ("h_scans", "h_scans_16")
         for label, knobs in variants.items()
     }
@@ -475,7 +467,7 @@ def test_scan_rewrites_match_the_reference(hostile: Traced, run_checks: RunCheck
 
 
 def test_a_cat_of_an_int_column_and_a_float_scan(hostile: Traced, run_checks: RunChecks) -> None:
-    sources = {("h_cat_mixed", "default"): _generate(hostile, "h_cat_mixed", {}).source}
+    sources = {("h_cat_mixed", "default"): generate_problem(hostile, "h_cat_mixed", {}).source}
     assert_match_reference(hostile, run_checks, "cpu", sources)
 
 
@@ -518,7 +510,7 @@ def test_which_convolutions_run_channels_last(hostile: Traced) -> None:
 
     def conv_lines(name: str, knobs: dict[str, int]) -> list[str]:
         """The convolution calls of the first workload's plan."""
-        source = _generate(hostile, name, knobs).source.split("def _kg_plan1")[0]
+        source = generate_problem(hostile, name, knobs).source.split("def _kg_plan1")[0]
         return [line for line in source.splitlines() if "aten.convolution" in line]
 
     # 3-d: NCDHW; transposed 2-d: channels-last; 1-d: as traced.
@@ -528,8 +520,8 @@ def test_which_convolutions_run_channels_last(hostile: Traced) -> None:
     # A reduction over H alone, a scan: the convolution keeps NCHW.
     for name in ("h_conv_h_only", "h_conv_scan"):
         assert not any("channels_last" in line for line in conv_lines(name, on)), name
-    assert "tile" in _generate(hostile, "h_conv_mix", on).kinds
-    assert "tile" in _generate(hostile, "h_conv_pool", on).kinds
+    assert "tile" in generate_problem(hostile, "h_conv_mix", on).kinds
+    assert "tile" in generate_problem(hostile, "h_conv_pool", on).kinds
     # Peeling: the convolution that is an output keeps its bias; the others (read by fused
     # kernels, also the first of a conv -> relu -> conv chain) lose it.
     peeled = conv_lines("h_conv_outputs", {"FUSE_CONV_BIAS": 1})

@@ -7,27 +7,18 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from gen_problems import Traced, generate_problem
 from reference_check import assert_match_reference
 
-from kernelarc.kernelgen import Generated, default_knobs, generate, relevant_knobs
+from kernelarc.kernelgen import relevant_knobs
 from kernelarc.kernelgen.knobs import SPLIT_MIN_CHUNK
 from kernelarc.kernelgen.split_reductions import split_factor
-from kernelarc.problems.files import Problem
-from kernelarc.schema.op_graph import TraceSet
-
-Traced = dict[str, tuple[Problem, TraceSet]]
 
 SPLIT = {"SPLIT_R": 8}
 VARIANTS = {
     "split": SPLIT,
     "split-looped": {**SPLIT, "PERSISTENT_MAX": 16, "BLOCK_R": 16, "ROWS": 4},
 }
-
-
-def _generate(traced: Traced, name: str, knobs: dict[str, int], device: str = "cpu") -> Generated:
-    problem, traces = traced[name]
-    target = "cuda" if device == "cuda" else "cpu"
-    return generate(problem.definition, traces, default_knobs(target) | knobs, target, name)
 
 
 def _check(
@@ -39,7 +30,7 @@ def _check(
     sources: dict[tuple[str, str], str] = {}
     for name in ("batch_stats", "scalar_losses", "reductions"):
         for variant, knobs in variants.items():
-            generated = _generate(traced, name, knobs, device)
+            generated = generate_problem(traced, name, knobs, device)
             assert generated.split, f"{name}/{variant}: nothing was split"
             sources[name, variant] = generated.source
     assert_match_reference(traced, run_checks, device, sources)
@@ -66,16 +57,16 @@ def test_split_reductions_match_the_reference_on_cuda(
 def test_a_split_reduction_runs_in_two_stages(gen_problems: Traced) -> None:
     # BatchNorm: one kernel (4 rows per program) unsplit; split, the mean and M2 (one Welford
     # pair) take a stage-1 and a stage-2 kernel, then the normalisation.
-    plain = _generate(gen_problems, "batch_stats", {})
+    plain = generate_problem(gen_problems, "batch_stats", {})
     assert (plain.split, plain.kernels) == ((), 1)
-    bn = _generate(gen_problems, "batch_stats", SPLIT)
+    bn = generate_problem(gen_problems, "batch_stats", SPLIT)
     assert (bn.split, bn.kernels) == (("welford_mean", "welford_m2"), 3)
     assert bn.kinds == frozenset({"pointwise", "reduction"})
     assert "2 reduction(s) split in two stages" in bn.summary()
     # Six scalar reductions of the same rows share one stage-1 kernel (with the losses'
     # arithmetic fused into it: no pointwise kernel) and one stage-2 kernel; the argmax keeps
     # its own, unsplit.
-    losses = _generate(gen_problems, "scalar_losses", SPLIT)
+    losses = generate_problem(gen_problems, "scalar_losses", SPLIT)
     assert sorted(losses.split) == ["any", "max", "sum", "sum", "sum", "sum"]
     assert (losses.kernels, losses.kinds) == (3, frozenset({"reduction"}))
     # Partials in float32 for the bf16 sum and max, int64 for the count, bool for any()
@@ -87,21 +78,21 @@ def test_a_split_reduction_runs_in_two_stages(gen_problems: Traced) -> None:
 def test_an_arg_reduction_is_never_split(gen_problems: Traced) -> None:
     # x.argmax(dim=-1) over (A, 6, 40): long enough rows and few enough outputs to split...
     assert split_factor(3 * 6, (40,), SPLIT["SPLIT_R"], "cpu") > 1
-    generated = _generate(gen_problems, "reductions", SPLIT)
+    generated = generate_problem(gen_problems, "reductions", SPLIT)
     # ...but only the sum, the max and the mean's sum are.
     assert sorted(generated.split) == ["max", "sum", "sum"]
-    losses = _generate(gen_problems, "scalar_losses", SPLIT)
+    losses = generate_problem(gen_problems, "scalar_losses", SPLIT)
     assert "argmax" not in losses.split
 
 
 def test_split_r_is_a_knob_only_where_some_reduction_qualifies(gen_problems: Traced) -> None:
     # Off by default on the CPU, but the statistics of these shapes would split there.
-    bn = _generate(gen_problems, "batch_stats", {})
+    bn = generate_problem(gen_problems, "batch_stats", {})
     assert bn.split == () and "SPLIT_R" in relevant_knobs(bn)
     # On CUDA rows of 100 to 300 elements are too short to split; no reduction, no knob.
-    norm = _generate(gen_problems, "add_layernorm_logsoftmax", {}, "cuda")
+    norm = generate_problem(gen_problems, "add_layernorm_logsoftmax", {}, "cuda")
     assert "reduction" in norm.kinds and "SPLIT_R" not in relevant_knobs(norm)
-    assert "SPLIT_R" not in relevant_knobs(_generate(gen_problems, "bias_gelu_scale", {}))
+    assert "SPLIT_R" not in relevant_knobs(generate_problem(gen_problems, "bias_gelu_scale", {}))
 
 
 def test_split_factor_rules() -> None:

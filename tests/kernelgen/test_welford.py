@@ -7,20 +7,13 @@ gen_problems.py in test_generate.py's gpu-marked test)."""
 from collections.abc import Callable
 from typing import Any
 
+from gen_problems import Traced, generate_problem
 from reference_check import assert_match_reference
 
-from kernelarc.kernelgen import Generated, default_knobs, generate, relevant_knobs
-from kernelarc.problems.files import Problem
-from kernelarc.schema.op_graph import TraceSet
+from kernelarc.kernelgen import relevant_knobs
 
-Traced = dict[str, tuple[Problem, TraceSet]]
 LOOPED = {"PERSISTENT_MAX": 16, "BLOCK_R": 16, "ROWS": 4}
 SPLIT = {"SPLIT_R": 8}
-
-
-def _generate(traced: Traced, name: str, knobs: dict[str, int]) -> Generated:
-    problem, traces = traced[name]
-    return generate(problem.definition, traces, default_knobs("cpu") | knobs, "cpu", name)
 
 
 def test_variances_match_the_reference_in_one_pass_split_and_two_passes(
@@ -35,7 +28,7 @@ def test_variances_match_the_reference_in_one_pass_split_and_two_passes(
     sources: dict[tuple[str, str], str] = {}
     for name in ("variances", "batch_stats"):
         for variant, knobs in variants.items():
-            generated = _generate(gen_problems, name, knobs)
+            generated = generate_problem(gen_problems, name, knobs)
             if "SPLIT_R" in knobs:
                 assert "welford_m2" in generated.split, f"{name}/{variant}"
             sources[name, variant] = generated.source
@@ -43,25 +36,25 @@ def test_variances_match_the_reference_in_one_pass_split_and_two_passes(
 
 
 def test_a_looped_norm_reads_its_rows_twice_not_three_times(gen_problems: Traced) -> None:
-    one = _generate(gen_problems, "add_layernorm_logsoftmax", LOOPED)
-    two = _generate(gen_problems, "add_layernorm_logsoftmax", {**LOOPED, "VAR_ONEPASS": 0})
+    one = generate_problem(gen_problems, "add_layernorm_logsoftmax", LOOPED)
+    two = generate_problem(gen_problems, "add_layernorm_logsoftmax", {**LOOPED, "VAR_ONEPASS": 0})
     # LayerNorm statistics + normalised stores, log-softmax's max+sum and its stores: the
     # statistics' pass and the stores' pass of each row kernel; two-pass adds the variance's.
     assert (one.passes, two.passes) == (3, 4)
-    group = _generate(gen_problems, "variances", LOOPED)
+    group = generate_problem(gen_problems, "variances", LOOPED)
     assert group.passes == 2
     # Two sums per variance (the mean's, the squared deviations'), then the stores.
-    assert _generate(gen_problems, "variances", {**LOOPED, "VAR_ONEPASS": 0}).passes >= 3
+    assert generate_problem(gen_problems, "variances", {**LOOPED, "VAR_ONEPASS": 0}).passes >= 3
     # Whole rows in one tile: one read either way.
-    assert _generate(gen_problems, "variances", {}).passes == 1
+    assert generate_problem(gen_problems, "variances", {}).passes == 1
     assert "VAR_ONEPASS" in relevant_knobs(group)
-    assert "VAR_ONEPASS" not in relevant_knobs(_generate(gen_problems, "reductions", {}))
+    assert "VAR_ONEPASS" not in relevant_knobs(generate_problem(gen_problems, "reductions", {}))
 
 
 def test_a_split_variance_merges_partial_statistics(gen_problems: Traced) -> None:
     # BatchNorm split: one stage-1 kernel computes each chunk's mean and M2, one stage-2
     # kernel merges them, then the normalisation; two sums take two kernels each.
-    one = _generate(gen_problems, "batch_stats", SPLIT)
+    one = generate_problem(gen_problems, "batch_stats", SPLIT)
     assert (sorted(one.split), one.kernels) == (["welford_m2", "welford_mean"], 3)
-    two = _generate(gen_problems, "batch_stats", {**SPLIT, "VAR_ONEPASS": 0})
+    two = generate_problem(gen_problems, "batch_stats", {**SPLIT, "VAR_ONEPASS": 0})
     assert (two.split, two.kernels) == (("sum", "sum"), 5)
