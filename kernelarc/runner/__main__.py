@@ -167,17 +167,43 @@ def _may_compile(request: EvalRequest) -> bool:
 def _preload_compile() -> None:
     """torch.compile's modules (dynamo, inductor; ~2.5 s of CPU on an idle development machine,
     10-17 s under load: more than torch itself), imported before the worker zygote is forked,
-    so a candidate that uses torch.compile does not import them on its workload's clock. Only
-    for such a candidate (`_may_compile`): a spare does not know its candidate before `go`, and
-    on the CPU a spare starts when the previous evaluation ends, so every other candidate
-    waited for this import too. Not on `cuda` until checked there: the zygote must be forked
-    before anything initialises CUDA, and it is not verified that importing them never asks
-    the driver for its devices. They start no thread or process at import."""
+    so a candidate that uses torch.compile does not import them on its workload's clock. On the
+    CPU only for such a candidate (`_may_compile`): a spare does not know its candidate before
+    `go`, and on the CPU a spare starts when the previous evaluation ends, so every other
+    candidate would wait for this import too. On `cuda` every spare imports them
+    (`_preload_compile_for_cuda`). They start no thread or process at import."""
     try:
         import torch._dynamo
         import torch._inductor.compile_fx  # noqa: F401
     except Exception:  # a candidate that needs them imports them itself, and fails there
         logger.warning("preloading torch.compile failed:\n%s", traceback.format_exc())
+
+
+def _preload_compile_for_cuda() -> None:
+    """A CUDA spare's import of torch.compile's modules before its zygote is forked, so every
+    worker of the judge starts with them: on an H100 host a compile candidate's worker spent
+    6.5-8 s importing them, in its screen, its timed run and each of the guard's re-timings
+    (2026-12-06), while a spare on a GPU host starts beside the running candidate, off any
+    candidate's path. The zygote must be forked before anything initialises CUDA: availability
+    checks made during the import go through NVML (`PYTORCH_NVML_BASED_CUDA_CHECK`), which
+    leaves the driver alone, and a CUDA state found initialised afterwards is logged (the GPU
+    test `test_cuda_workers_start_with_torch_compile_loaded` runs a kernel in such a worker)."""
+    before = os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK")
+    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
+    try:
+        _preload_compile()
+    finally:  # candidates see the environment they were given
+        if before is None:
+            del os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"]
+        else:
+            os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = before
+    try:
+        import torch
+
+        if torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
+            logger.error("importing torch.compile's modules initialised CUDA before the fork")
+    except Exception:
+        logger.warning("cannot check CUDA after the preload:\n%s", traceback.format_exc())
 
 
 def _wait_for_go() -> int | threading.Timer | None:
@@ -252,6 +278,8 @@ def _spare(
     if device == "cpu":
         _cpu_environment()
     _preload()
+    if device == "cuda" and not problems:
+        _preload_compile_for_cuda()
     head = _head_start(device, problems)
     waited = _wait_for_go()
     if isinstance(waited, int) and head is not None:

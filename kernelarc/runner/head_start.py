@@ -14,8 +14,9 @@ What allows it: nothing the zygote inherits depends on the request. The judge ha
 limit of a CPU evaluation is applied by each worker when its candidate comes (`setup`) and by
 the judge to itself after `go`. The runner leads its own process group first
 (`go_line.lead_own_group`), so a Docker deadline, which kills the group, kills the zygote and
-its workers too. A CPU request for a torch.compile candidate drops the head start: its zygote
-must be forked after torch.compile's modules are loaded (`__main__._preload_compile`).
+its workers too. torch.compile's modules must be loaded before the zygote is forked: a CUDA
+spare loads them before its head start (`__main__._preload_compile_for_cuda`); a CPU request for
+a torch.compile candidate drops the head start and loads them (`__main__._preload_compile`).
 Anything failing here leaves the spare as it was: the zygote is started after `go`.
 """
 

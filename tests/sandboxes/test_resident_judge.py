@@ -303,3 +303,57 @@ def test_a_candidate_that_stops_the_next_worker_is_a_reward_hack(sandbox: LocalS
     assert "stopped" in stopper.traces[0].evaluation.log  # type: ignore[union-attr]
     # The next candidate is not blamed: it starts in a fresh judge with a worker of its own.
     assert _statuses(after) == [EvalStatus.PASSED] * WORKLOADS
+
+
+# A candidate that computes the right thing only when torch.compile's modules were loaded before
+# its own import (the worker inherited them from its zygote); a worker that must import them
+# itself computes x - y and fails. It mentions torch.compile, as a compile candidate does.
+_NEEDS_PRELOAD = """import sys
+
+import torch
+
+# torch.compile: was inductor imported before this module?
+PRELOADED = "torch._inductor.compile_fx" in sys.modules
+
+
+def run(x, y):
+    return x + y if PRELOADED else x - y
+"""
+
+
+@pytest.mark.gpu
+def test_cuda_workers_start_with_torch_compile_loaded() -> None:
+    """On a GPU host every worker of a resident judge starts with torch.compile's modules loaded
+    (a compile candidate's worker spent 6.5-8 s importing them on an H100, in each of its
+    evaluations), the zygote still forked before CUDA: the controls before and after run their
+    kernels in CUDA workers forked from the same zygote."""
+    with LocalSandbox() as box:
+        box.prepare("cuda", TIMEOUT_S)
+        results = [
+            box.evaluate(control_request("cuda"), timeout_s=TIMEOUT_S),
+            box.evaluate(
+                candidate_request("preloaded", _NEEDS_PRELOAD, "cuda"), timeout_s=TIMEOUT_S
+            ),
+            box.evaluate(control_request("cuda"), timeout_s=TIMEOUT_S),
+        ]
+    for result in results:
+        logs = [t.evaluation.log[-800:] for t in result.traces if t.evaluation is not None]
+        assert _statuses(result) == [EvalStatus.PASSED] * WORKLOADS, logs
+    assert [r.resident_request for r in results] == [1, 2, 3]
+
+
+def test_a_cpu_judge_loads_torch_compile_only_for_a_first_compile_request() -> None:
+    """On the CPU a spare does not import torch.compile's modules for every candidate (a spare
+    starts when the last evaluation ends, on the next candidate's path): a fresh runner whose
+    first request mentions torch.compile loads them before its zygote; a later request's
+    worker imports them itself."""
+    with LocalSandbox(memory_limit_gb=4.0) as box:
+        box.prepare("cpu", TIMEOUT_S)
+        first = box.evaluate(candidate_request("preloaded", _NEEDS_PRELOAD), timeout_s=TIMEOUT_S)
+    with LocalSandbox(memory_limit_gb=4.0) as box:
+        box.prepare("cpu", TIMEOUT_S)
+        box.evaluate(control_request(), timeout_s=TIMEOUT_S)
+        later = box.evaluate(candidate_request("preloaded", _NEEDS_PRELOAD), timeout_s=TIMEOUT_S)
+    assert _statuses(first) == [EvalStatus.PASSED] * WORKLOADS
+    assert _statuses(later) == [EvalStatus.INCORRECT_NUMERICAL] * WORKLOADS
+    assert later.resident_request == 2
