@@ -62,6 +62,9 @@ VARIANTS: dict[str, dict[str, int]] = {
     "gen-noflash": {"FLASH": 0},
     "gen-flash-m64": {"FLASH_M": 64},
     "gen-flash-n128": {"FLASH_N": 128, "NUM_STAGES": 2},
+    # Attention that scaled_dot_product_attention computes exactly as that call, or not.
+    "gen-sdpa": {"FUSE_SDPA": 1},
+    "gen-nosdpa": {"FUSE_SDPA": 0},
 }
 #: Timed when --variants is not given.
 DEFAULT_VARIANTS = ("gen-default", "gen-cublas", "gen-tf32", "gen-rows1")

@@ -122,6 +122,8 @@ class Generated:
     """Some convolution could run channels-last (the LAYOUT_CONV knob matters)."""
     conv_biases: bool = False
     """Some convolution's bias could be added in the kernels (FUSE_CONV_BIAS matters)."""
+    sdpa: bool = False
+    """Some attention is exactly a `scaled_dot_product_attention` call (FUSE_SDPA matters)."""
 
     def summary(self) -> str:
         """One line: kernels, torch calls, split reductions, coverage."""
@@ -151,7 +153,7 @@ def generate(
     skipped: list[str] = []
     notes: list[str] = []
     split: tuple[str, ...] = ()
-    splittable = column_splittable = variances = convolutions = False
+    splittable = column_splittable = variances = convolutions = sdpa = False
     biases: list[str] = []
     for traced in traces.workloads:
         if traced.graph is None:
@@ -171,6 +173,7 @@ def generate(
                 lambda space: launch_for(space, knobs, device),
                 fuse_gemm=bool(knobs.get("FUSE_GEMM", 0)),
                 flash=bool(knobs.get("FLASH", 0)),
+                sdpa=bool(knobs.get("FUSE_SDPA", 0)),
             )
         except GenerationError as exc:
             skipped.append(f"{traced.uuid}: {exc}")
@@ -178,6 +181,7 @@ def generate(
         notes.extend(n for n in graph.notes if n not in notes)
         split = max(split, result.split, key=len)
         variances = variances or graph.variances > 0
+        sdpa = sdpa or graph.sdpa_forms > 0
         splittable = splittable or result.splittable
         column_splittable = column_splittable or result.column_splittable
         plans.append(WorkloadPlan(traced.uuid, graph, sched))
@@ -222,6 +226,7 @@ def generate(
         variances=variances,
         convolutions=convolutions,
         conv_biases=bool(biases),
+        sdpa=sdpa,
     )
 
 
@@ -263,6 +268,8 @@ def relevant_knobs(generated: Generated) -> tuple[str, ...]:
         names.append("LAYOUT_CONV")
     if generated.conv_biases:
         names.append("FUSE_CONV_BIAS")
+    if generated.sdpa:
+        names.append("FUSE_SDPA")
     if generated.matmuls:
         names.append("FUSE_GEMM")
         names.extend(n for n in GEMM_KNOBS if n not in names)

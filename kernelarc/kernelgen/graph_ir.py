@@ -164,6 +164,9 @@ class Graph:
     """What the generated code does differently (e.g. an input mutation it drops)."""
     variances: int = 0
     """Variances lowered (var, std, var_mean): the VAR_ONEPASS knob matters when > 0."""
+    sdpa_forms: int = 0
+    """Attentions one `scaled_dot_product_attention` call computes exactly: the FUSE_SDPA
+    knob matters when > 0 (`attention_sdpa.py`)."""
     _counter: int = 0
 
     def node(self, ref: Ref | str) -> Node:

@@ -30,6 +30,7 @@ workload of a problem.
 | FLASH | 1: softmax(scores) @ V with matmul scores is one online-softmax kernel (`attention.py`) |
 | FLASH_M, FLASH_N | attention kernel: query rows per program, keys per loop step |
 | FLASH_DOT16 | attention on widened 16-bit tensors: 1 dots in 16 bits (as on GPUs), 0 float32 |
+| FUSE_SDPA | 1: attention that SDPA computes exactly is that torch call (`attention_sdpa.py`) |
 """
 
 from collections.abc import Mapping
@@ -82,6 +83,9 @@ KNOB_VALUES: Mapping[str, Mapping[Device, tuple[int, ...]]] = {
     "FLASH_M": {"cuda": (128, 64), "cpu": (64,)},
     "FLASH_N": {"cuda": (64, 32, 128), "cpu": (64,)},
     "FLASH_DOT16": {"cuda": (1, 0), "cpu": (1, 0)},
+    # Attention that scaled_dot_product_attention computes exactly as that torch call
+    # (FlashAttention / cuDNN on GPUs) instead of the generated kernel (`attention_sdpa.py`).
+    "FUSE_SDPA": {"cuda": (0, 1), "cpu": (0, 1)},
 }
 POINTWISE_KNOBS = ("BLOCK_X", "NUM_WARPS")
 REDUCTION_KNOBS = ("ROWS", "BLOCK_R", "PERSISTENT_MAX", "NUM_WARPS_RED")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from kernelarc.kernelgen.attention import attention_space
 from kernelarc.kernelgen.attention_emit import AttentionEmitter
+from kernelarc.kernelgen.attention_sdpa import sdpa_calls
 from kernelarc.kernelgen.conv_layout import memory_order
 from kernelarc.kernelgen.emit import KernelEmitter
 from kernelarc.kernelgen.gemm_emit import GemmEmitter, gemm_space
@@ -81,19 +82,27 @@ class Schedule:
 
 
 def schedule_graph(
-    graph: Graph, launch_for: LaunchFor, *, fuse_gemm: bool = False, flash: bool = False
+    graph: Graph,
+    launch_for: LaunchFor,
+    *,
+    fuse_gemm: bool = False,
+    flash: bool = False,
+    sdpa: bool = False,
 ) -> Schedule:
     """Steps computing the graph's outputs (see the module docstring). With `fuse_gemm`
     matmuls become Triton GEMM kernels with their pointwise consumers fused in; without, torch
     calls (cuBLAS) whose consumers are fused into the next kernel. With `flash`, a
     softmax(scores) @ V whose scores come from another matmul is one attention kernel
-    (`attention.py`), whatever `fuse_gemm` says.
+    (`attention.py`), whatever `fuse_gemm` says; with `sdpa`, one that
+    `scaled_dot_product_attention` computes exactly is a call of it (`attention_sdpa.py`).
 
     Raises:
         GenerationError: a value can be neither fused nor stored (e.g. a reduction whose
             input is itself unsupported), or the fix-point does not converge.
     """
     live = _live(graph)
+    if sdpa_calls(graph, live, rewrite=sdpa):
+        live = _live(graph)
     attention = _attention_matmuls(graph, live) if flash else set()
     for name in live:
         node = graph.nodes[name]
@@ -130,20 +139,29 @@ def _live(graph: Graph) -> list[str]:
 
 
 def _views_to_torch(graph: Graph, live: list[str]) -> None:
-    """Views of buffers that feed a torch call stay torch views (zero-copy, any strides)."""
+    """Views of buffers that feed a torch call stay torch views (zero-copy, any strides), and
+    so do the views of a torch call's result that the graph returns (a copy kernel would only
+    read and write it once more)."""
     for name in live:
         node = graph.nodes[name]
         if node.kind != Kind.EXTERN:
             continue
         for ref in node.refs():
-            chain = graph.node(ref)
-            views = []
-            while chain.kind == Kind.VIEW:
-                views.append(chain)
-                chain = graph.node(chain.args[0])
-            if views and chain.kind in (Kind.INPUT, Kind.EXTERN):
-                for view in views:
-                    view.kind = Kind.EXTERN
+            _view_chain_to_torch(graph, ref, (Kind.INPUT, Kind.EXTERN))
+    for out in graph.outputs:
+        if isinstance(out, Ref):
+            _view_chain_to_torch(graph, out, (Kind.EXTERN,))
+
+
+def _view_chain_to_torch(graph: Graph, ref: Ref, sources: tuple[Kind, ...]) -> None:
+    chain = graph.node(ref)
+    views = []
+    while chain.kind == Kind.VIEW:
+        views.append(chain)
+        chain = graph.node(chain.args[0])
+    if views and chain.kind in sources:
+        for view in views:
+            view.kind = Kind.EXTERN
 
 
 def _initial(graph: Graph, live: list[str]) -> set[str]:

@@ -27,6 +27,7 @@ from kernelarc.kernelgen.graph_ir import (
 from kernelarc.kernelgen.kernel_types import buffer_key
 from kernelarc.kernelgen.schedule import ExternStep, KernelStep, Schedule
 from kernelarc.kernelgen.triton_helpers import HELPERS
+from kernelarc.kernelgen.views import VIEW_TARGETS
 from kernelarc.python_ast import parse_module
 from kernelarc.schema import Definition
 
@@ -162,6 +163,17 @@ class _PlanWriter:
             for step in plan.schedule.steps
             if isinstance(step, KernelStep)
             for key in step.kernel.pointers
+        }
+        # A torch view of a torch call's result (e.g. the attention call's output, returned
+        # through views) needs the layout it was traced with, as a kernel does.
+        self.read_by_kernels |= {
+            buffer_key(ref)
+            for step in plan.schedule.steps
+            if isinstance(step, ExternStep)
+            and (view := self.graph.nodes[step.node]).target in VIEW_TARGETS
+            for ref in view.refs()
+            if self.graph.node(ref).kind == Kind.EXTERN
+            and self.graph.node(ref).target not in VIEW_TARGETS
         }
 
     def var(self, key: str) -> str:

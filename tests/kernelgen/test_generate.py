@@ -37,6 +37,8 @@ CPU_VARIANTS: dict[str, dict[str, int]] = {
         "FLASH_N": 16,
     },
     "gemm-tf32": {"FUSE_GEMM": 1, "DOT_PRECISION": 1, "BLOCK_X": 64},
+    # Attention that scaled_dot_product_attention computes exactly: that torch call.
+    "sdpa": {"FUSE_SDPA": 1},
 }
 
 
@@ -60,6 +62,7 @@ def test_every_family_matches_the_reference_on_cuda(
         "unfused-gemm": {"FUSE_GEMM": 0},
         "tf32x3": {"DOT_PRECISION": 2},
         "looped": {"PERSISTENT_MAX": 1024, "BLOCK_R": 64, "FLASH_M": 16, "FLASH_N": 16},
+        "sdpa": {"FUSE_SDPA": 1},
     }
     sources = {
         (name, variant): generate_problem(gen_problems, name, knobs, "cuda").source
@@ -142,6 +145,16 @@ def test_what_is_fused(gen_problems: Traced) -> None:
         # those it keeps whole without the mask.
         assert "for k0 in range(k_lo, f_lo, KBLOCK)" in flash.source
         assert "for k0 in range(f_lo, f_hi, KBLOCK)" in flash.source
+    # FUSE_SDPA: the causal attention written out is one scaled_dot_product_attention call
+    # (is_causal, its 1/sqrt(D) as the scale), returned through views without a copy kernel;
+    # a mask that keeps padding keys out too is no causal mask: the attention kernel stays.
+    sdpa = generate_problem(gen_problems, "attention_causal", {"FUSE_SDPA": 1})
+    assert (sdpa.kernels, sdpa.externs) == (0, ("aten.scaled_dot_product_attention.default",))
+    assert sdpa.source.count(", None, 0.0, True, scale=0.17677669529663") == 2
+    assert "FUSE_SDPA" in relevant_knobs(sdpa)
+    assert "FUSE_SDPA" in relevant_knobs(generate_problem(gen_problems, "attention_causal", {}))
+    padded = generate_problem(gen_problems, "sdpa_masked", {"FUSE_SDPA": 1})
+    assert "attention" in padded.kinds and "FUSE_SDPA" not in relevant_knobs(padded)
     for name in ("attention_window", "attention_decode"):
         bounded = generate_problem(gen_problems, name, {})
         assert "attention" in bounded.kinds

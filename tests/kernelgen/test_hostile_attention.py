@@ -23,6 +23,7 @@ import pytest
 from gen_problems import Traced, _definition, _t, _w, generate_problem, traced_problems
 from reference_check import assert_match_reference
 
+from kernelarc.kernelgen import relevant_knobs
 from kernelarc.kernelgen.attention import attention_space
 from kernelarc.kernelgen.graph_build import build_graph
 from kernelarc.kernelgen.graph_ir import Kind
@@ -435,6 +436,7 @@ VARIANTS: dict[str, dict[str, int]] = {
     "no-flash": {"FLASH": 0},
     "tiles16": {"FLASH_M": 16, "FLASH_N": 16},
     "dot32": {"FLASH_DOT16": 0},
+    "sdpa": {"FUSE_SDPA": 1},
 }
 
 
@@ -465,7 +467,8 @@ def test_attention_problems_match_the_reference(hostile: Traced, run_checks: Run
         for label, knobs in VARIANTS.items():
             generated = generate_problem(hostile, name, knobs)
             flash = knobs.get("FLASH", 1) == 1 and name in ATTENTIONS
-            assert ("attention" in generated.kinds) == flash, (name, label, generated.kinds)
+            if label != "sdpa":
+                assert ("attention" in generated.kinds) == flash, (name, label, generated.kinds)
             sources[(name, label)] = generated.source
     assert_match_reference(hostile, run_checks, "cpu", sources)
 
@@ -507,3 +510,29 @@ def test_which_attentions_bound_their_key_loop(hostile: Traced) -> None:
     # And split: the blocks the window keeps whole run without the mask, between masked ones.
     assert bounded.count("for k0 in range(f_lo, f_hi, KBLOCK)") == 2 * 2
     assert bounded.count("for k0 in range(f_hi, k_hi, KBLOCK)") == 2 * 2
+
+
+def test_which_attentions_become_one_sdpa_call(hostile: Traced) -> None:
+    """FUSE_SDPA: only an attention `scaled_dot_product_attention` computes exactly is that call
+    (scaling by positive constants, at most a mask that keeps exactly the keys at or before
+    each query); a soft-cap, a bias, a window, a mask from an input, a negative scale, a mask
+    with an offset or written with +inf keep the generated kernel."""
+    calls = {}
+    for name in PROBLEMS:
+        generated = generate_problem(hostile, name, {"FUSE_SDPA": 1})
+        source = generated.source
+        calls[name] = source.count("torch.ops.aten.scaled_dot_product_attention.default(")
+        if calls[name]:
+            assert "FUSE_SDPA" in relevant_knobs(generated), name
+    # Over both workloads' plans, the attentions that are exactly the call.
+    assert {name: count for name, count in calls.items() if count} == {
+        "ha_layout": 2,
+        "ha_gqa": 4,  # causal with repeated heads, and with enable_gqa: both, in both plans
+        "ha_neg_scale": 2,  # SDPA's causal mask (its negative scale is on Q and K), not the +inf one
+        "ha_fp16_plain": 3,
+        "ha_self": 1,
+        "ha_epilogues": 4,
+        "ha_mqa": 1,
+        "ha_shared_mask": 2,  # both causal layers; the third's scores are an output
+        "ha_guards_and_ranges": 1,
+    }
