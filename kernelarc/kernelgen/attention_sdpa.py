@@ -4,7 +4,8 @@ Place in the flow: `schedule.schedule_graph` calls `sdpa_calls`, which asks `sdp
 every attention space `attention.attention_space` matches; with FUSE_SDPA on, `rewrite_as_sdpa`
 turns the P @ V matmul into one torch call of `aten.scaled_dot_product_attention` on Q, K and
 V, and the scores, maxima and sums are no longer computed (nothing else reads them: the
-attention match guarantees it). What feeds Q, K and V and what reads the output stay fused Triton kernels.
+attention match guarantees it). What feeds Q, K and V and what reads the output stay fused
+Triton kernels.
 
 Why: on GPUs that call runs FlashAttention (or cuDNN's attention): warp-specialised,
 asynchronous-copy kernels that the generated online-softmax kernel (`attention_emit.py`) does

@@ -528,7 +528,7 @@ def test_which_attentions_become_one_sdpa_call(hostile: Traced) -> None:
     assert {name: count for name, count in calls.items() if count} == {
         "ha_layout": 2,
         "ha_gqa": 4,  # causal with repeated heads, and with enable_gqa: both, in both plans
-        "ha_neg_scale": 2,  # SDPA's causal mask (its negative scale is on Q and K), not the +inf one
+        "ha_neg_scale": 2,  # SDPA's causal mask (its negative scale on Q and K), not +inf's
         "ha_fp16_plain": 3,
         "ha_self": 1,
         "ha_epilogues": 4,
