@@ -156,6 +156,7 @@ class _PlanWriter:
         self.vars: dict[str, str] = {}
         for item, param in zip(self.graph.inputs, params, strict=True):
             self.vars[item.node] = param
+        self.taken = set(params)
         self.lines: list[str] = []
         self.read_by_kernels = {
             key
@@ -165,8 +166,15 @@ class _PlanWriter:
         }
 
     def var(self, key: str) -> str:
+        """The Python variable of a buffer: `b_<node>`, `b_<node>_<i>` for output i of a
+        multi-output node, suffixed when that is taken (output 1 of node `split` and node
+        `split_1` would both be `b_split_1`)."""
         if key not in self.vars:
-            self.vars[key] = "b_" + key.replace(":", "_")
+            name = "b_" + key.replace(":", "_")
+            while name in self.taken:
+                name += "_"
+            self.taken.add(name)
+            self.vars[key] = name
         return self.vars[key]
 
     def write(self, params: list[str]) -> list[str]:

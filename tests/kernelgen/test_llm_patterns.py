@@ -1,0 +1,104 @@
+"""LLM-style references: `chunk` / `split` / `unbind`, two multi-output torch calls. The parts
+of a split are views the kernels read through (no torch call, no copy); the generated solution's
+variables stay distinct when output 1 of node `topk` and node `topk_1` would share the name
+`b_topk_1`. Small problems written here, traced once per module, checked against their
+reference under Triton's interpreter."""
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from gen_problems import Traced, _definition, _t, _w, generate_problem, traced_problems
+from reference_check import assert_match_reference
+
+RunChecks = Callable[[list[dict[str, Any]], str], dict[str, Any]]
+
+_IMPORTS = "import torch\nimport torch.nn.functional as F\n\n"
+_BF16 = {"max_atol": 3e-2, "max_rtol": 3e-2, "required_matched_ratio": 1.0}
+_EXACT = {"max_atol": 1e-4, "max_rtol": 1e-4, "required_matched_ratio": 1.0}
+
+
+def _ws(tol: dict[str, Any], *workloads: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{**w, "tolerance": tol} for w in workloads]
+
+
+def _t_ws(tol: dict[str, Any]) -> list[dict[str, Any]]:
+    return _ws(tol, _w("t3", {"T": 3}), _w("t17", {"T": 17}))
+
+
+PROBLEMS: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {
+    # NeoX rotate-half through `chunk`, on the query and on the cos/sin table's halves.
+    "rope_chunk": (
+        _definition(
+            "rope_chunk",
+            {"T": {"type": "var"}, "H": {"type": "const", "value": 2}},
+            {"q": _t(["T", "H", 16], "bfloat16"), "cos_sin": _t(["T", 16])},
+            {"q_out": _t(["T", "H", 16], "bfloat16")},
+            _IMPORTS + "def run(q, cos_sin):\n"
+            "    cos, sin = cos_sin.chunk(2, dim=-1)\n"
+            "    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)\n"
+            "    x1, x2 = q.float().chunk(2, dim=-1)\n"
+            "    out = torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)\n"
+            "    return out.to(q.dtype)\n",
+        ),
+        _t_ws(_BF16),
+    ),
+    # A fused QKV projection's output split in unequal parts, a part returned as it is (a view
+    # as an output), and a stacked pair unbound.
+    "qkv_split_unbind": (
+        _definition(
+            "qkv_split_unbind",
+            {"T": {"type": "var"}},
+            {"qkv": _t(["T", 24]), "pair": _t([2, "T", 8])},
+            {"s": _t(["T", 8]), "v": _t(["T", 8]), "d": _t(["T", 8])},
+            _IMPORTS + "def run(qkv, pair):\n"
+            "    q, k, v = torch.split(qkv, [8, 8, 8], dim=-1)\n"
+            "    a, b = pair.unbind(0)\n"
+            "    return q * k, v, a - b\n",
+        ),
+        _t_ws(_EXACT),
+    ),
+    # DeepSeek-style group-limited routing: two `topk` calls (multi-output torch calls), the
+    # first one's indices read after the second call.
+    "two_topk": (
+        _definition(
+            "two_topk",
+            {"T": {"type": "var"}},
+            {"router_logits": _t(["T", 16])},
+            {
+                "weights": _t(["T", 2]),
+                "ids": _t(["T", 2], "int64"),
+                "group_idx": _t(["T", 2], "int64"),
+            },
+            _IMPORTS + "def run(router_logits):\n"
+            "    scores = router_logits.sigmoid()\n"
+            "    group_scores = scores.view(-1, 4, 4).amax(dim=-1)\n"
+            "    group_idx = torch.topk(group_scores, k=2, dim=-1)[1]\n"
+            "    group_mask = torch.zeros_like(group_scores).scatter_(1, group_idx, 1.0)\n"
+            "    score_mask = group_mask.unsqueeze(-1).expand(-1, 4, 4).reshape(-1, 16)\n"
+            "    masked = scores.masked_fill(score_mask == 0, 0.0)\n"
+            "    weights, ids = torch.topk(masked, k=2, dim=-1)\n"
+            "    return weights / weights.sum(dim=-1, keepdim=True), ids, group_idx\n",
+        ),
+        _t_ws(_EXACT),
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory: pytest.TempPathFactory) -> Traced:
+    return traced_problems(tmp_path_factory.mktemp("llm_splits"), PROBLEMS)
+
+
+@pytest.mark.parametrize("name", ["rope_chunk", "qkv_split_unbind"])
+def test_split_parts_are_views_not_torch_calls(traced: Traced, name: str) -> None:
+    generated = generate_problem(traced, name, {})
+    assert not any("split" in e or "unbind" in e for e in generated.externs), generated.externs
+    assert generated.kernels >= 1
+
+
+def test_every_problem_matches_the_reference_under_the_interpreter(
+    traced: Traced, run_checks: RunChecks
+) -> None:
+    sources = {(name, "default"): generate_problem(traced, name, {}).source for name in PROBLEMS}
+    assert_match_reference(traced, run_checks, "cpu", sources)
