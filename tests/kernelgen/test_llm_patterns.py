@@ -1,8 +1,10 @@
-"""LLM-style references: `chunk` / `split` / `unbind`, two multi-output torch calls. The parts
-of a split are views the kernels read through (no torch call, no copy); the generated solution's
-variables stay distinct when output 1 of node `topk` and node `topk_1` would share the name
-`b_topk_1`. Small problems written here, traced once per module, checked against their
-reference under Triton's interpreter."""
+"""LLM-style references: `chunk` / `split` / `unbind`, two multi-output torch calls, fp8
+quantisation and dequantisation. The parts of a split are views the kernels read through (no
+torch call, no copy); the generated solution's variables stay distinct when output 1 of node
+`topk` and node `topk_1` would share the name `b_topk_1`; a cast to fp8 (no Triton dtype here)
+is a torch call after a fused kernel instead of a refused problem, and under the interpreter
+(which cannot cast to fp8) so is a cast from fp8. Small problems written here, traced once per
+module, checked against their reference under Triton's interpreter."""
 
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +18,9 @@ RunChecks = Callable[[list[dict[str, Any]], str], dict[str, Any]]
 _IMPORTS = "import torch\nimport torch.nn.functional as F\n\n"
 _BF16 = {"max_atol": 3e-2, "max_rtol": 3e-2, "required_matched_ratio": 1.0}
 _EXACT = {"max_atol": 1e-4, "max_rtol": 1e-4, "required_matched_ratio": 1.0}
+#: fp8 outputs: within one e4m3 step (relative 2^-3) of the reference.
+_FP8 = {"max_atol": 1e-3, "max_rtol": 0.125, "required_matched_ratio": 1.0}
+_MM = {"max_atol": 1e-3, "max_rtol": 1e-3, "required_matched_ratio": 1.0}
 
 
 def _ws(tol: dict[str, Any], *workloads: dict[str, Any]) -> list[dict[str, Any]]:
@@ -82,6 +87,38 @@ PROBLEMS: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {
         ),
         _t_ws(_EXACT),
     ),
+    # Dynamic per-tensor fp8 quantisation: an fp8 output and a 0-d scale.
+    "fp8_quant": (
+        _definition(
+            "fp8_quant",
+            {"T": {"type": "var"}},
+            {"x": _t(["T", 32], "bfloat16")},
+            {"q": _t(["T", 32], "float8_e4m3fn"), "scale": _t([])},
+            _IMPORTS + "def run(x):\n"
+            "    xf = x.float()\n"
+            "    scale = xf.abs().max().clamp(min=1e-12) / 448.0\n"
+            "    q = (xf / scale).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)\n"
+            "    return q, scale\n",
+        ),
+        _ws(_FP8, _w("t3", {"T": 3}), _w("t17", {"T": 17})),
+    ),
+    # w8a8 dequantisation before a matmul: fp8 operands with per-row scales.
+    "fp8_dequant_mm": (
+        _definition(
+            "fp8_dequant_mm",
+            {"T": {"type": "var"}},
+            {
+                "a": _t(["T", 16], "float8_e4m3fn"),
+                "b": _t([8, 16], "float8_e4m3fn"),
+                "scale_a": _t(["T", 1]),
+                "scale_b": _t([8, 1]),
+            },
+            {"out": _t(["T", 8])},
+            _IMPORTS + "def run(a, b, scale_a, scale_b):\n"
+            "    return (a.float() * scale_a) @ (b.float() * scale_b).t()\n",
+        ),
+        _ws(_MM, _w("t3", {"T": 3}), _w("t17", {"T": 17})),
+    ),
 }
 
 
@@ -95,6 +132,21 @@ def test_split_parts_are_views_not_torch_calls(traced: Traced, name: str) -> Non
     generated = generate_problem(traced, name, {})
     assert not any("split" in e or "unbind" in e for e in generated.externs), generated.externs
     assert generated.kernels >= 1
+
+
+def test_an_fp8_cast_is_a_torch_call_after_a_fused_kernel(traced: Traced) -> None:
+    generated = generate_problem(traced, "fp8_quant", {})
+    assert generated.kernels >= 1
+    assert list(generated.externs) == ["prims.convert_element_type.default"]
+
+
+@pytest.mark.parametrize(("device", "narrow"), [("cpu", False), ("cuda", True)])
+def test_fp8_operands_are_read_by_kernels_on_a_gpu_only(
+    traced: Traced, device: str, narrow: bool
+) -> None:
+    generated = generate_problem(traced, "fp8_dequant_mm", {}, device)
+    casts = "prims.convert_element_type.default" in generated.externs
+    assert casts != narrow, generated.externs
 
 
 def test_every_problem_matches_the_reference_under_the_interpreter(
