@@ -21,6 +21,7 @@ from kernelarc.kernelgen.graph_ir import (
     GenerationError,
     Graph,
     Kind,
+    Node,
     OtherArg,
     Ref,
 )
@@ -31,6 +32,16 @@ from kernelarc.python_ast import parse_module
 from kernelarc.schema import Definition
 
 REFERENCE_RUN = "_kg_reference_run"
+
+#: Scatter-like torch calls and their in-place forms (`_PlanWriter._in_place`).
+IN_PLACE = {
+    "aten.index_put.default": "aten.index_put_.default",
+    "aten.index_copy.default": "aten.index_copy_.default",
+    "aten.scatter.src": "aten.scatter_.src",
+    "aten.scatter.value": "aten.scatter_.value",
+    "aten.scatter_add.default": "aten.scatter_add_.default",
+    "aten.masked_scatter.default": "aten.masked_scatter_.default",
+}
 
 
 @dataclass
@@ -208,7 +219,7 @@ class _PlanWriter:
             for i in (0, 1):
                 args[i] = f"{args[i]}.contiguous(memory_format={form})"
         args += [f"{k}={self._arg(v)}" for k, v in node.kwargs.items()]
-        target = node.target
+        target = self._in_place(node) or node.target
         if target.count(".") < 2:
             msg = f"cannot call {target}"
             raise GenerationError(msg)
@@ -223,6 +234,23 @@ class _PlanWriter:
             if key in self.read_by_kernels:
                 stride = tuple(out.stride)
                 self.lines.append(f"{self.var(key)} = _kg_strided({self.var(key)}, {stride!r})")
+
+    def _in_place(self, node: Node) -> str | None:
+        """The in-place form of a scatter-like torch call whose destination is a buffer this
+        plan allocated (a kernel's zeros or clone) and nothing else reads: `index_put_` on it
+        instead of `index_put` copying it first (a KV-cache update, a one-hot routing mask)."""
+        form = IN_PLACE.get(node.target)
+        dest = node.args[0] if node.args else None
+        if form is None or not isinstance(dest, Ref) or dest.index is not None:
+            return None
+        if dest.node not in self.plan.schedule.allocated or dest in self.graph.outputs:
+            return None
+        readers = {
+            other.name
+            for other in self.graph.nodes.values()
+            if any(ref.node == dest.node for ref in other.refs())
+        }
+        return form if readers == {node.name} else None
 
     def _kernel(self, step: KernelStep) -> None:
         kernel = step.kernel

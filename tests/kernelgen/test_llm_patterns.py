@@ -1,10 +1,12 @@
 """LLM-style references: `chunk` / `split` / `unbind`, two multi-output torch calls, fp8
-quantisation and dequantisation. The parts of a split are views the kernels read through (no
-torch call, no copy); the generated solution's variables stay distinct when output 1 of node
-`topk` and node `topk_1` would share the name `b_topk_1`; a cast to fp8 (no Triton dtype here)
-is a torch call after a fused kernel instead of a refused problem, and under the interpreter
-(which cannot cast to fp8) so is a cast from fp8. Small problems written here, traced once per
-module, checked against their reference under Triton's interpreter."""
+quantisation and dequantisation, scatters. The parts of a split are views the kernels read
+through (no torch call, no copy); the generated solution's variables stay distinct when output 1
+of node `topk` and node `topk_1` would share the name `b_topk_1`; a cast to fp8 (no Triton dtype
+here) is a torch call after a fused kernel instead of a refused problem, and under the
+interpreter (which cannot cast to fp8) so is a cast from fp8; a scatter into a buffer a kernel of
+the plan wrote and nothing else reads (a KV-cache update's clone) is done in place. Small
+problems written here, traced once per module, checked against their reference under Triton's
+interpreter."""
 
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +27,11 @@ _MM = {"max_atol": 1e-3, "max_rtol": 1e-3, "required_matched_ratio": 1.0}
 
 def _ws(tol: dict[str, Any], *workloads: dict[str, Any]) -> list[dict[str, Any]]:
     return [{**w, "tolerance": tol} for w in workloads]
+
+
+def _custom_ws(*names: str) -> list[dict[str, Any]]:
+    custom = {n: {"type": "custom"} for n in names}
+    return [_w("t3", {"T": 3}, **custom), _w("t17", {"T": 17}, **custom)]
 
 
 def _t_ws(tol: dict[str, Any]) -> list[dict[str, Any]]:
@@ -119,6 +126,45 @@ PROBLEMS: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {
         ),
         _ws(_MM, _w("t3", {"T": 3}), _w("t17", {"T": 17})),
     ),
+    # vLLM's reshape_and_cache as a functional update: the cache cloned, new rows put at slots.
+    "kv_cache_update": (
+        _definition(
+            "kv_cache_update",
+            {"T": {"type": "var"}},
+            {"key": _t(["T", 2, 8]), "key_cache": _t([32, 2, 8]), "slots": _t(["T"], "int64")},
+            {"key_cache_out": _t([32, 2, 8])},
+            _IMPORTS + "def make_inputs(axes, device):\n"
+            "    t = axes['T']\n"
+            "    return {'key': torch.randn(t, 2, 8, device=device),\n"
+            "            'key_cache': torch.randn(32, 2, 8, device=device),\n"
+            "            'slots': torch.randperm(32, device=device)[:t]}\n\n"
+            "def run(key, key_cache, slots):\n"
+            "    out = key_cache.clone()\n"
+            "    out[slots] = key\n"
+            "    return out\n",
+            custom_inputs_entrypoint="make_inputs",
+        ),
+        _ws(_EXACT, *_custom_ws("key", "key_cache", "slots")),
+    ),
+    # The scattered-into buffer is read again afterwards: the scatter must not be in place.
+    "scatter_source_reused": (
+        _definition(
+            "scatter_source_reused",
+            {"T": {"type": "var"}},
+            {"x": _t(["T", 8]), "idx": _t(["T", 2], "int64")},
+            {"out": _t(["T", 8]), "base_plus": _t(["T", 8])},
+            _IMPORTS + "def make_inputs(axes, device):\n"
+            "    t = axes['T']\n"
+            "    return {'x': torch.randn(t, 8, device=device),\n"
+            "            'idx': torch.randint(0, 8, (t, 2), device=device)}\n\n"
+            "def run(x, idx):\n"
+            "    base = x * 2.0\n"
+            "    out = base.scatter(1, idx, 0.0)\n"
+            "    return out, base + 1.0\n",
+            custom_inputs_entrypoint="make_inputs",
+        ),
+        _ws(_EXACT, *_custom_ws("x", "idx")),
+    ),
 }
 
 
@@ -138,6 +184,17 @@ def test_an_fp8_cast_is_a_torch_call_after_a_fused_kernel(traced: Traced) -> Non
     generated = generate_problem(traced, "fp8_quant", {})
     assert generated.kernels >= 1
     assert list(generated.externs) == ["prims.convert_element_type.default"]
+
+
+@pytest.mark.parametrize(
+    ("name", "in_place"), [("kv_cache_update", True), ("scatter_source_reused", False)]
+)
+def test_a_scatter_into_a_buffer_read_by_nothing_else_is_in_place(
+    traced: Traced, name: str, in_place: bool
+) -> None:
+    source = generate_problem(traced, name, {}).source
+    plan = source[source.index("def _kg_plan0") : source.index("_KG_PLANS = ")]
+    assert ("_.default(" in plan or "_.value(" in plan) == in_place, plan
 
 
 @pytest.mark.parametrize(("device", "narrow"), [("cpu", False), ("cuda", True)])
