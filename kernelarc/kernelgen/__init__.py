@@ -161,7 +161,9 @@ def generate(
             continue
         try:
             one_pass = bool(knobs.get("VAR_ONEPASS", 1))
-            graph = build_graph(traced.graph, one_pass_variance=one_pass)
+            graph = build_graph(
+                traced.graph, one_pass_variance=one_pass, narrow_loads=device == "cuda"
+            )
             biases = peel_conv_biases(graph, bool(knobs.get("FUSE_CONV_BIAS", 1))) or biases
             convertible = convertible_convs(graph)
             convolutions = convolutions or bool(convertible)

@@ -31,7 +31,7 @@ from kernelarc.kernelgen.graph_ir import (
     index_users,
 )
 from kernelarc.kernelgen.index_expr import Lin
-from kernelarc.kernelgen.pointwise_ops import POINTWISE
+from kernelarc.kernelgen.pointwise_ops import POINTWISE, TL_DTYPE
 from kernelarc.kernelgen.reductions import lower_reduction
 from kernelarc.kernelgen.views import VIEW_TARGETS
 from kernelarc.schema.op_graph import OpGraph, TensorMeta
@@ -54,10 +54,14 @@ def decode(value: Any, alias: dict[str, Any]) -> Any:
     return value
 
 
-def build_graph(op_graph: OpGraph, *, one_pass_variance: bool = True) -> Graph:
+def build_graph(
+    op_graph: OpGraph, *, one_pass_variance: bool = True, narrow_loads: bool = True
+) -> Graph:
     """Decode, classify and lower an `OpGraph` (see the module docstring). With
     `one_pass_variance` a variance is lowered to a `welford_mean` / `welford_m2` pair (one
-    pass over its rows), else to a sum for the mean and a sum of squared deviations."""
+    pass over its rows), else to a sum for the mean and a sum of squared deviations. With
+    `narrow_loads` kernels read fp8 operands themselves (Triton on a GPU); without (Triton's
+    interpreter cannot cast to fp8), an op reading one is a torch call."""
     graph = Graph(inputs=list(op_graph.inputs))
     alias: dict[str, Any] = {}
     for item in op_graph.inputs:
@@ -101,6 +105,8 @@ def build_graph(op_graph: OpGraph, *, one_pass_variance: bool = True) -> Graph:
         kind = _kind(raw.target, raw.outputs, raw.multi)
         node = Node(raw.name, raw.target, kind, args, kwargs, tuple(raw.outputs))
         node.multi_output = raw.multi
+        if kind != Kind.EXTERN and not _triton_typed(graph, node, narrow_loads):
+            node.kind = Kind.EXTERN
         if raw.target in GATHER_TARGETS and kind == Kind.EXTERN and _gatherable(graph, node):
             node.kind = Kind.GATHER
         if raw.target in SCAN_TARGETS and kind == Kind.EXTERN:
@@ -247,6 +253,19 @@ def _getitem(source: Any, index: int) -> Any:
         return Ref(source.node, index)
     msg = f"getitem of {source!r}"
     raise GenerationError(msg)
+
+
+def _triton_typed(graph: Graph, node: Node, narrow_loads: bool) -> bool:
+    """Whether a kernel can compute the node: its result has a Triton dtype here (fp8 / fp4,
+    a quantisation's last cast, have none: such a node is a torch call reading the float
+    buffer the kernels before it store), and so do its operands unless `narrow_loads`."""
+    metas = list(node.metas)
+    if not narrow_loads:
+        for ref in node.refs():
+            source = graph.nodes.get(ref.node)
+            if source is not None and len(source.metas) > (ref.index or 0):
+                metas.append(source.metas[ref.index or 0])
+    return all(meta.dtype in TL_DTYPE for meta in metas if meta is not None)
 
 
 def _kind(target: str, outputs: list[TensorMeta | None], multi: bool) -> Kind:

@@ -21,6 +21,7 @@ from kernelarc.kernelgen.graph_ir import (
     GenerationError,
     Graph,
     Kind,
+    Node,
     OtherArg,
     Ref,
 )
@@ -32,6 +33,16 @@ from kernelarc.python_ast import parse_module
 from kernelarc.schema import Definition
 
 REFERENCE_RUN = "_kg_reference_run"
+
+#: Scatter-like torch calls and their in-place forms (`_PlanWriter._in_place`).
+IN_PLACE = {
+    "aten.index_put.default": "aten.index_put_.default",
+    "aten.index_copy.default": "aten.index_copy_.default",
+    "aten.scatter.src": "aten.scatter_.src",
+    "aten.scatter.value": "aten.scatter_.value",
+    "aten.scatter_add.default": "aten.scatter_add_.default",
+    "aten.masked_scatter.default": "aten.masked_scatter_.default",
+}
 
 
 @dataclass
@@ -157,6 +168,7 @@ class _PlanWriter:
         self.vars: dict[str, str] = {}
         for item, param in zip(self.graph.inputs, params, strict=True):
             self.vars[item.node] = param
+        self.taken = set(params)
         self.lines: list[str] = []
         self.read_by_kernels = {
             key
@@ -177,8 +189,15 @@ class _PlanWriter:
         }
 
     def var(self, key: str) -> str:
+        """The Python variable of a buffer: `b_<node>`, `b_<node>_<i>` for output i of a
+        multi-output node, suffixed when that is taken (output 1 of node `split` and node
+        `split_1` would both be `b_split_1`)."""
         if key not in self.vars:
-            self.vars[key] = "b_" + key.replace(":", "_")
+            name = "b_" + key.replace(":", "_")
+            while name in self.taken:
+                name += "_"
+            self.taken.add(name)
+            self.vars[key] = name
         return self.vars[key]
 
     def write(self, params: list[str]) -> list[str]:
@@ -212,7 +231,7 @@ class _PlanWriter:
             for i in (0, 1):
                 args[i] = f"{args[i]}.contiguous(memory_format={form})"
         args += [f"{k}={self._arg(v)}" for k, v in node.kwargs.items()]
-        target = node.target
+        target = self._in_place(node) or node.target
         if target.count(".") < 2:
             msg = f"cannot call {target}"
             raise GenerationError(msg)
@@ -227,6 +246,23 @@ class _PlanWriter:
             if key in self.read_by_kernels:
                 stride = tuple(out.stride)
                 self.lines.append(f"{self.var(key)} = _kg_strided({self.var(key)}, {stride!r})")
+
+    def _in_place(self, node: Node) -> str | None:
+        """The in-place form of a scatter-like torch call whose destination is a buffer this
+        plan allocated (a kernel's zeros or clone) and nothing else reads: `index_put_` on it
+        instead of `index_put` copying it first (a KV-cache update, a one-hot routing mask)."""
+        form = IN_PLACE.get(node.target)
+        dest = node.args[0] if node.args else None
+        if form is None or not isinstance(dest, Ref) or dest.index is not None:
+            return None
+        if dest.node not in self.plan.schedule.allocated or dest in self.graph.outputs:
+            return None
+        readers = {
+            other.name
+            for other in self.graph.nodes.values()
+            if any(ref.node == dest.node for ref in other.refs())
+        }
+        return form if readers == {node.name} else None
 
     def _kernel(self, step: KernelStep) -> None:
         kernel = step.kernel

@@ -41,6 +41,7 @@ from kernelarc.schema.op_graph import (
 )
 from kernelarc.tracing.conv_decomp import conv_decompositions
 from kernelarc.tracing.pool_decomp import pool_decompositions
+from kernelarc.tracing.split_decomp import split_decompositions
 
 _MODULE = "_kernelarc_traced_reference"
 
@@ -223,6 +224,7 @@ def _make_graph(run: Callable[..., Any], definition: Definition, args: list[Any]
     table = {op: fn for op, fn in select_decomp_table().items() if str(op) not in _KEEP_WHOLE}
     table.update(pool_decompositions())
     table.update(conv_decompositions())
+    table.update(split_decompositions())
     with _DataConstantsOnCpu():
         traced: GraphModule = make_fx(
             functionalize(call, remove="mutations"),
