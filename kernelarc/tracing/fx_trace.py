@@ -40,6 +40,7 @@ from kernelarc.schema.op_graph import (
     TraceSet,
 )
 from kernelarc.tracing.conv_decomp import conv_decompositions
+from kernelarc.tracing.matmul_decomp import matmul_decompositions
 from kernelarc.tracing.pool_decomp import pool_decompositions
 from kernelarc.tracing.split_decomp import split_decompositions
 
@@ -225,6 +226,7 @@ def _make_graph(run: Callable[..., Any], definition: Definition, args: list[Any]
     table.update(pool_decompositions())
     table.update(conv_decompositions())
     table.update(split_decompositions())
+    table.update(matmul_decompositions())
     with _DataConstantsOnCpu():
         traced: GraphModule = make_fx(
             functionalize(call, remove="mutations"),

@@ -4,7 +4,8 @@ through (no torch call, no copy); the generated solution's variables stay distin
 of node `topk` and node `topk_1` would share the name `b_topk_1`; a cast to fp8 (no Triton dtype
 here) is a torch call after a fused kernel instead of a refused problem, and under the
 interpreter (which cannot cast to fp8) so is a cast from fp8; a scatter into a buffer a kernel of
-the plan wrote and nothing else reads (a KV-cache update's clone) is done in place. Small
+the plan wrote and nothing else reads (a KV-cache update's clone) is done in place; `baddbmm`
+with unit factors is a GEMM with its bias in the epilogue. Small
 problems written here, traced once per module, checked against their reference under Triton's
 interpreter."""
 
@@ -147,6 +148,25 @@ PROBLEMS: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {
         _ws(_EXACT, *_custom_ws("key", "key_cache", "slots")),
     ),
     # The scattered-into buffer is read again afterwards: the scatter must not be in place.
+    # A per-expert GEMM with its bias (`baddbmm`, MoE code) in bfloat16, and one with
+    # beta != 1, which stays a torch call.
+    "expert_baddbmm": (
+        _definition(
+            "expert_baddbmm",
+            {"T": {"type": "var"}},
+            {
+                "x": _t([4, "T", 32], "bfloat16"),
+                "w": _t([4, 32, 16], "bfloat16"),
+                "b": _t([4, 1, 16], "bfloat16"),
+            },
+            {"y": _t([4, "T", 16], "bfloat16"), "z": _t([4, "T", 16], "bfloat16")},
+            _IMPORTS + "def run(x, w, b):\n"
+            "    y = F.silu(torch.baddbmm(b, x, w))\n"
+            "    z = torch.baddbmm(b, x, w, beta=0.5)\n"
+            "    return y, z\n",
+        ),
+        _t_ws(_BF16),
+    ),
     "scatter_source_reused": (
         _definition(
             "scatter_source_reused",
@@ -184,6 +204,12 @@ def test_an_fp8_cast_is_a_torch_call_after_a_fused_kernel(traced: Traced) -> Non
     generated = generate_problem(traced, "fp8_quant", {})
     assert generated.kernels >= 1
     assert list(generated.externs) == ["prims.convert_element_type.default"]
+
+
+def test_baddbmm_with_unit_factors_is_a_gemm_with_the_bias_fused(traced: Traced) -> None:
+    generated = generate_problem(traced, "expert_baddbmm", {"FUSE_GEMM": 1})
+    assert "gemm" in generated.kinds
+    assert list(generated.externs) == ["aten.baddbmm.default"]  # the beta=0.5 one alone
 
 
 @pytest.mark.parametrize(
