@@ -270,8 +270,8 @@ def relevant_knobs(generated: Generated) -> tuple[str, ...]:
         names.append("LAYOUT_CONV")
     if generated.conv_biases:
         names.append("FUSE_CONV_BIAS")
-    if generated.sdpa:
-        names.append("FUSE_SDPA")
+    if generated.sdpa:  # the attention kernel's knobs matter once FUSE_SDPA is off
+        names.extend(n for n in ("FUSE_SDPA", "FLASH", *ATTENTION_KNOBS) if n not in names)
     if generated.matmuls:
         names.append("FUSE_GEMM")
         names.extend(n for n in GEMM_KNOBS if n not in names)

@@ -61,8 +61,14 @@ def test_every_family_matches_the_reference_on_cuda(
         "default": {},
         "unfused-gemm": {"FUSE_GEMM": 0},
         "tf32x3": {"DOT_PRECISION": 2},
-        "looped": {"PERSISTENT_MAX": 1024, "BLOCK_R": 64, "FLASH_M": 16, "FLASH_N": 16},
-        "sdpa": {"FUSE_SDPA": 1},
+        "looped": {
+            "PERSISTENT_MAX": 1024,
+            "BLOCK_R": 64,
+            "FLASH_M": 16,
+            "FLASH_N": 16,
+            "FUSE_SDPA": 0,
+        },
+        "flash-kernel": {"FUSE_SDPA": 0},  # the default calls scaled_dot_product_attention
     }
     sources = {
         (name, variant): generate_problem(gen_problems, name, knobs, "cuda").source
@@ -138,7 +144,8 @@ def test_what_is_fused(gen_problems: Traced) -> None:
         assert (flash.kernels, flash.kinds, flash.externs) == (1, frozenset({"attention"}), ())
         assert "FLASH_N" in relevant_knobs(flash)
         assert "m_new" in flash.source and flash.source.count("tl.dot(") >= 2
-        cuda = generate_problem(gen_problems, name, {}, "cuda")  # 16-bit dots, as GPU attention
+        # 16-bit dots, as GPU attention (the generated kernel, not the SDPA call)
+        cuda = generate_problem(gen_problems, name, {"FUSE_SDPA": 0}, "cuda")
         assert "input_precision" not in cuda.source
         assert generate_problem(gen_problems, name, {"FLASH": 0}).kernels == 3
         # Both masks depend on positions only: each program visits the key blocks they keep,
