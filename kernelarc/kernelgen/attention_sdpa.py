@@ -13,7 +13,8 @@ not match (0.40-0.52x of it on an H100, 2026-12-06), while a reference that writ
 out (`softmax(q @ k.T / sqrt(d)).masked_fill(...) @ v`) is what many model codes contain and
 what torch.compile's pattern matcher misses when the mask is causal.
 
-Only what the call computes exactly qualifies: between the score matmul and the softmax,
+Only 16-bit Q, K and V (the call's FlashAttention kernels), and only what the call computes
+exactly: between the score matmul and the softmax,
 nothing but float casts, views that keep the [queries x keys] dims, scaling by positive
 constants (the call's `scale`) and at most one position-only mask (`attention_mask.IndexMask`)
 that keeps exactly the keys at or before each query (`is_causal`, top-left aligned as the
@@ -35,6 +36,7 @@ from kernelarc.schema.op_graph import TensorMeta
 SDPA_TARGET = "aten.scaled_dot_product_attention.default"
 _CAST = "prims.convert_element_type.default"
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
+_SIXTEEN_BITS = ("float16", "bfloat16")
 _SCALE_MUL = ("aten.mul.Tensor", "aten.mul.Scalar")
 _SCALE_DIV = ("aten.div.Tensor", "aten.div.Scalar")
 _RESHAPES = ("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default")
@@ -74,6 +76,11 @@ def sdpa_form(graph: Graph, space: AttentionSpace) -> SdpaForm | None:
     dtype = graph.meta(score.args[0]).dtype
     if scale is None or {graph.meta(anchor.args[1]).dtype, anchor.meta.dtype} != {dtype}:
         return None  # the call computes in Q's dtype, as one dtype for Q, K, V and the output
+    if dtype not in _SIXTEEN_BITS:
+        # In float32 the call runs a slower kernel than FlashAttention's, and the 16-bit tensors
+        # a reference widens (SDPA's traced math path does) are better served by the generated
+        # kernel's 16-bit dots (FLASH_DOT16).
+        return None
     if not space.mask:
         return SdpaForm(scale=scale, causal=False)
     mask = index_mask(graph, graph.node(space.row_max).args[0])

@@ -214,6 +214,33 @@ PROBLEMS: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {
     ),
     # float16 throughout (scores and softmax in float16), 3-d bmm, head dim 8, M != N, one query
     # row, whole key blocks.
+    # bfloat16 end to end, as model code writes it: grouped heads by repeat_interleave, the
+    # scale first (`0.25 * s`), a causal mask from arange comparisons, softmax in float32, heads
+    # merged and a residual added (FUSE_SDPA: one is_causal call, the epilogue a kernel).
+    "ha_bf16_gqa_causal": (
+        _definition(
+            "ha_bf16_gqa_causal",
+            {**_var("B", "L"), **_const(H=4, D=16)},
+            {
+                "q": _t(_BHLD, "bfloat16"),
+                "k": _t(["B", 2, "L", "D"], "bfloat16"),
+                "v": _t(["B", 2, "L", "D"], "bfloat16"),
+                "res": _t(["B", "L", 64], "bfloat16"),
+            },
+            {"o": _t(["B", "L", 64], "bfloat16")},
+            _IMPORTS + "def run(q, k, v, res):\n"
+            "    b, h, n, d = q.shape\n"
+            "    k = k.repeat_interleave(2, dim=1)\n"
+            "    v = v.repeat_interleave(2, dim=1)\n"
+            "    i = torch.arange(n, device=q.device)\n"
+            "    s = 0.25 * (q @ k.transpose(-1, -2))\n"
+            "    s = s.masked_fill(i[None, :] > i[:, None], float('-inf'))\n"
+            "    p = torch.softmax(s.float(), dim=-1).to(q.dtype)\n"
+            "    o = (p @ v).transpose(1, 2).reshape(b, n, h * d)\n"
+            "    return o + res\n",
+        ),
+        _ws(_BF16, _w("b1l33", {"B": 1, "L": 33}), _w("b2l64", {"B": 2, "L": 64})),
+    ),
     "ha_fp16_plain": (
         _definition(
             "ha_fp16_plain",
@@ -418,6 +445,7 @@ ATTENTIONS = {
     "ha_head_window": 2,
     "ha_sdpa_rows": 2,
     "ha_fp16_plain": 1,
+    "ha_bf16_gqa_causal": 1,
     "ha_self": 1,
     "ha_epilogues": 4,
     "ha_mqa": 2,
@@ -513,10 +541,10 @@ def test_which_attentions_bound_their_key_loop(hostile: Traced) -> None:
 
 
 def test_which_attentions_become_one_sdpa_call(hostile: Traced) -> None:
-    """FUSE_SDPA: only an attention `scaled_dot_product_attention` computes exactly is that call
-    (scaling by positive constants, at most a mask that keeps exactly the keys at or before
-    each query); a soft-cap, a bias, a window, a mask from an input, a negative scale, a mask
-    with an offset or written with +inf keep the generated kernel."""
+    """FUSE_SDPA: only a 16-bit attention `scaled_dot_product_attention` computes exactly is that
+    call (scaling by positive constants, at most a mask that keeps exactly the keys at or before
+    each query); float32 or widened 16-bit operands, a soft-cap, a bias, a window, a mask from
+    an input, a mask with an offset or written with +inf keep the generated kernel."""
     calls = {}
     for name in PROBLEMS:
         generated = generate_problem(hostile, name, {"FUSE_SDPA": 1})
@@ -524,15 +552,11 @@ def test_which_attentions_become_one_sdpa_call(hostile: Traced) -> None:
         calls[name] = source.count("torch.ops.aten.scaled_dot_product_attention.default(")
         if calls[name]:
             assert "FUSE_SDPA" in relevant_knobs(generated), name
-    # Over both workloads' plans, the attentions that are exactly the call.
+            assert "attention" not in generated.kinds, name
+    # Over all workloads' plans, the attentions that are exactly the call.
     assert {name: count for name, count in calls.items() if count} == {
-        "ha_layout": 2,
-        "ha_gqa": 4,  # causal with repeated heads, and with enable_gqa: both, in both plans
-        "ha_neg_scale": 2,  # SDPA's causal mask (its negative scale on Q and K), not +inf's
         "ha_fp16_plain": 3,
-        "ha_self": 1,
-        "ha_epilogues": 4,
-        "ha_mqa": 1,
-        "ha_shared_mask": 2,  # both causal layers; the third's scores are an output
-        "ha_guards_and_ranges": 1,
+        "ha_bf16_gqa_causal": 2,
     }
+    causal = generate_problem(hostile, "ha_bf16_gqa_causal", {"FUSE_SDPA": 1}).source
+    assert causal.count(", None, 0.0, True, scale=0.25)") == 2
