@@ -9,9 +9,10 @@ Triton kernels.
 
 Why: on GPUs that call runs FlashAttention (or cuDNN's attention): warp-specialised,
 asynchronous-copy kernels that the generated online-softmax kernel (`attention_emit.py`) does
-not match (it took 0.40-0.52x of the SDPA call's speed on an H100, 2026-12-06), while a reference that writes attention
-out (`softmax(q @ k.T / sqrt(d)).masked_fill(...) @ v`) is what many model codes contain and
-what torch.compile's pattern matcher misses when the mask is causal.
+not match (it ran at 0.40-0.52x of the call's speed on an H100, 2026-12-06), while a
+reference that writes attention out (`softmax(q @ k.T / sqrt(d)).masked_fill(...) @ v`) is
+what many model codes contain and what torch.compile's pattern matcher misses when the mask
+is causal.
 
 Only 16-bit Q, K and V (the call's FlashAttention kernels), and only what the call computes
 exactly: between the score matmul and the softmax, nothing but float casts, views that keep
