@@ -15,17 +15,18 @@ what many model codes contain and what torch.compile's pattern matcher misses wh
 is causal.
 
 Only 16-bit Q, K and V (the call's FlashAttention kernels), and only what the call computes
-exactly: between the score matmul and the softmax, nothing but float casts, views that keep
-the [queries x keys] dims, scaling by positive
+exactly: between the score matmul and the softmax, nothing but casts that round at most to
+Q's dtype, views that keep the [queries x keys] dims, scaling by positive
 constants (the call's `scale`) and at most one position-only mask (`attention_mask.IndexMask`)
 that keeps exactly the keys at or before each query (`is_causal`, top-left aligned as the
-call defines it: `causal_mask.is_causal`). A bias, a soft cap, a window or any other mask
+call defines it: `causal_mask.is_causal`); between the softmax and P @ V, the same casts
+and views (a transposed or permuted P is no call). A bias, a soft cap, a window or any other mask
 keeps the generated kernel.
 """
 
 from dataclasses import dataclass
 
-from kernelarc.kernelgen.attention import attention_space
+from kernelarc.kernelgen.attention import _guarded, attention_space
 from kernelarc.kernelgen.attention_mask import constant_value, index_mask
 from kernelarc.kernelgen.causal_mask import is_causal
 from kernelarc.kernelgen.graph_ir import Graph, Kind, Node, Ref, index_users
@@ -34,7 +35,9 @@ from kernelarc.schema.op_graph import TensorMeta
 
 SDPA_TARGET = "aten.scaled_dot_product_attention.default"
 _CAST = "prims.convert_element_type.default"
-_FLOATS = ("float16", "bfloat16", "float32", "float64")
+#: Casts that round nothing of a 16-bit value (a cast to Q's own dtype is the rounding the
+#: call's kernels do too; one to the other 16-bit type or to float8 is not).
+_WIDE = ("float32", "float64")
 _SIXTEEN_BITS = ("float16", "bfloat16")
 _SCALE_MUL = ("aten.mul.Tensor", "aten.mul.Scalar")
 _SCALE_DIV = ("aten.div.Tensor", "aten.div.Scalar")
@@ -69,11 +72,13 @@ def sdpa_calls(graph: Graph, live: list[str], *, rewrite: bool) -> bool:
 def sdpa_form(graph: Graph, space: AttentionSpace) -> SdpaForm | None:
     """The call's scale and causal flag when the attention is exactly
     `softmax(scale * Q @ K^T [causal mask]) @ V` (module docstring), else None."""
-    scale = _score_scale(graph, space)
     score, anchor = graph.node(space.score), graph.node(space.anchor)
     dtype = graph.meta(score.args[0]).dtype
+    scale = _score_scale(graph, space, dtype)
     if scale is None or {graph.meta(anchor.args[1]).dtype, anchor.meta.dtype} != {dtype}:
         return None  # the call computes in Q's dtype, as one dtype for Q, K, V and the output
+    if not _plain_probabilities(graph, space, dtype):
+        return None
     if dtype not in _SIXTEEN_BITS:
         # In float32 the call runs a slower kernel than FlashAttention's, and the 16-bit tensors
         # a reference widens (SDPA's traced math path does) are better served by the generated
@@ -87,10 +92,10 @@ def sdpa_form(graph: Graph, space: AttentionSpace) -> SdpaForm | None:
     return SdpaForm(scale=scale, causal=True)
 
 
-def _score_scale(graph: Graph, space: AttentionSpace) -> float | None:
+def _score_scale(graph: Graph, space: AttentionSpace, dtype: str) -> float | None:
     """The product of the positive constants the scores are scaled by on their way from the
-    score matmul to the softmax, when nothing but casts, views and the position mask is on
-    that way; else None."""
+    score matmul to the softmax, when nothing but casts to float32 / float64 / `dtype`, views
+    and the position mask is on that way; else None."""
     score = graph.node(space.score)
     scale = 1.0
     node = graph.node(graph.node(space.row_max).args[0])
@@ -108,7 +113,7 @@ def _score_scale(graph: Graph, space: AttentionSpace) -> float | None:
             scale = scale * factor if node.target in _SCALE_MUL else scale / factor
             source = first
         elif node.target == _CAST:
-            source = source if node.meta.dtype in _FLOATS else None
+            source = source if node.meta.dtype in (*_WIDE, dtype) else None
         elif node.kind == Kind.VIEW:
             source = source if source is not None and _keeps_last_two(graph, node, source) else None
         else:
@@ -117,6 +122,26 @@ def _score_scale(graph: Graph, space: AttentionSpace) -> float | None:
             return None
         node = graph.node(source)
     return scale
+
+
+def _plain_probabilities(graph: Graph, space: AttentionSpace, dtype: str) -> bool:
+    """P @ V reads the softmax's probabilities where the score matmul wrote them (views that
+    keep the [queries x keys] dims: no transpose or permutation, which the attention match lets
+    through for the emitter to judge) rounded at most to `dtype`, at most behind the finite-row
+    guard."""
+    node = graph.node(graph.node(space.anchor).args[0])
+    while not (node.target == "aten.div.Tensor" and node.args[1:] == (Ref(space.row_sum),)):
+        source = node.args[0] if node.args and isinstance(node.args[0], Ref) else None
+        if source is not None and node.target == _CAST:
+            source = source if node.meta.dtype in (*_WIDE, dtype) else None
+        elif source is not None and node.kind == Kind.VIEW:
+            source = source if _keeps_last_two(graph, node, source) else None
+        else:
+            source = _guarded(graph, node, space.row_any) if space.row_any else None
+        if source is None:
+            return False
+        node = graph.node(source)
+    return True
 
 
 def rewrite_as_sdpa(graph: Graph, space: AttentionSpace, form: SdpaForm) -> None:

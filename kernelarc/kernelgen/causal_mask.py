@@ -4,20 +4,25 @@ query's)?
 Place in the flow: `attention_sdpa.sdpa_form` asks `is_causal` about the condition of the mask
 `attention_mask.index_mask` found, to call `scaled_dot_product_attention` with `is_causal`. The
 condition is read as a predicate over integer affine forms of the positions of its output:
-`arange` / `iota`, sums, differences and constant multiples of them, comparisons, logical ops and
-constants, through the views that only add, broadcast or drop size-one dims (axes counted from
-the last, as broadcasting aligns them: -1 the key, -2 the query). After constants and double
+`arange` / `iota`, sums, differences and constant multiples of them (no value out of its
+integer dtype's range), comparisons, logical ops and constants, `where(c, a, b)` of constants
+compared with one or cast to bool (`tril(ones(n, n)) == 0`), through the views that only add,
+broadcast or drop size-one dims (axes counted from the last, as broadcasting aligns them: -1 the
+key, -2 the query). After constants and double
 negations are removed it must be one comparison equal to `key - query <= 0` over the integers;
 anything else (a window, an offset, a mask read from a tensor) is not causal.
 """
 
+import operator
 from typing import Any
 
 from kernelarc.kernelgen.attention_mask import constant_value
 from kernelarc.kernelgen.graph_ir import Graph, Kind, Node, Ref
 
+_CAST = "prims.convert_element_type.default"
 _RESHAPES = ("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default")
 _COPIES = ("aten.lift_fresh_copy.default", "aten.alias.default", "aten.clone.default")
+_INT_LIMIT = {"int32": 2**31, "int64": 2**63}
 
 
 Affine = dict[int, int]
@@ -119,8 +124,10 @@ def _predicate(graph: Graph, ref: Ref) -> Predicate | None:
     if op in _COMPARE and len(node.args) == 2:
         left, right = _affine(graph, node.args[0]), _affine(graph, node.args[1])
         if left is None or right is None:
-            return None
+            return _selection_compared(graph, node.args[0], node.args[1], _COMPARE[op])
         return ("cmp", _combine(left, right, -1), _COMPARE[op])
+    if node.target == _CAST and node.args:  # `.bool()`: nonzero
+        return _selection_compared(graph, node.args[0], 0, "ne")
     if op in ("aten.logical_not", "aten.bitwise_not") and len(node.args) == 1:
         inner = _predicate(graph, node.args[0])
         return None if inner is None else ("not", inner)
@@ -130,6 +137,56 @@ def _predicate(graph: Graph, ref: Ref) -> Predicate | None:
             return None
         return ("and" if op.endswith("_and") else "or", first, second)
     return None
+
+
+_TESTS = {
+    "le": operator.le,
+    "lt": operator.lt,
+    "ge": operator.ge,
+    "gt": operator.gt,
+    "eq": operator.eq,
+    "ne": operator.ne,
+}
+_SWAPPED = {"le": "ge", "lt": "gt", "ge": "le", "gt": "lt", "eq": "eq", "ne": "ne"}
+
+
+def _selection_compared(graph: Graph, left: Any, right: Any, op: str) -> Predicate | None:
+    """`where(p, a, b) op z` (or `z op where(..)`) for constants a, b, z as a predicate of p
+    (nanoGPT's `tril(ones(n, n)) == 0`)."""
+    if constant_value(graph, left) is not None:
+        left, right, op = right, left, _SWAPPED[op]
+    chosen, z = _selection(graph, left), constant_value(graph, right)
+    if chosen is None or z is None:
+        return None
+    predicate, a, b = chosen
+    if_true, if_false = _TESTS[op](a, z), _TESTS[op](b, z)
+    if if_true == if_false:
+        return ("const", if_true)
+    return predicate if if_true else ("not", predicate)
+
+
+def _selection(graph: Graph, value: Any) -> tuple[Predicate, float, float] | None:
+    """A tensor `where(p, a, b)` of constants a, b (through copies and the views that keep
+    positions) as p, a, b."""
+    if not isinstance(value, Ref):
+        return None
+    node = graph.node(value)
+    if node.target in _COPIES and isinstance(node.args[0], Ref):
+        return _selection(graph, node.args[0])
+    if node.kind == Kind.VIEW and node.target in _KEEPING_VIEWS and isinstance(node.args[0], Ref):
+        before = list(graph.meta(node.args[0]).shape)
+        moved = _axis_map(before, list(node.meta.shape), node.target)
+        inner = _selection(graph, node.args[0])
+        if moved is None or inner is None:
+            return None
+        return _renumbered(inner[0], moved), inner[1], inner[2]
+    if node.target != "aten.where.self" or len(node.args) != 3:
+        return None
+    a, b = constant_value(graph, node.args[1]), constant_value(graph, node.args[2])
+    predicate = _predicate(graph, node.args[0]) if isinstance(node.args[0], Ref) else None
+    if a is None or b is None or predicate is None:
+        return None
+    return predicate, a, b
 
 
 def _renumbered(predicate: Predicate, moved: dict[int, int]) -> Predicate:
@@ -149,11 +206,16 @@ def _affine(graph: Graph, value: Any) -> Affine | None:
         return None
     if isinstance(value, int):
         return {0: value}
-    form = _affine_of_node(graph, graph.node(value))
+    node = graph.node(value)
+    form = _affine_of_node(graph, node)
     if form is None:
         return None
     shape = graph.meta(value).shape
-    return {a: c for a, c in form.items() if a == 0 or (-a <= len(shape) and shape[a] != 1)}
+    form = {a: c for a, c in form.items() if a == 0 or (-a <= len(shape) and shape[a] != 1)}
+    # Every value in the node's integer range: no position wrapped around (`j * 2**30` in
+    # int32 is no multiple of j).
+    largest = abs(form.get(0, 0)) + sum(abs(c) * (shape[a] - 1) for a, c in form.items() if a)
+    return form if largest < _INT_LIMIT.get(node.meta.dtype, 0) else None
 
 
 def _affine_of_node(graph: Graph, node: Node) -> Affine | None:
