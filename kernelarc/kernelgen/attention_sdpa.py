@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from kernelarc.kernelgen.attention import _guarded, attention_space
 from kernelarc.kernelgen.attention_mask import constant_value, index_mask
 from kernelarc.kernelgen.causal_mask import is_causal
-from kernelarc.kernelgen.graph_ir import Graph, Kind, Node, Ref, index_users
+from kernelarc.kernelgen.graph_ir import Graph, Kind, Node, Ref, contiguous, index_users
 from kernelarc.kernelgen.space import AttentionSpace
 from kernelarc.schema.op_graph import TensorMeta
 
@@ -145,37 +145,62 @@ def _plain_probabilities(graph: Graph, space: AttentionSpace, dtype: str) -> boo
 
 
 def rewrite_as_sdpa(graph: Graph, space: AttentionSpace, form: SdpaForm) -> None:
-    """Make the P @ V matmul of `space` one `scaled_dot_product_attention` call on the score
-    matmul's operands (K transposed back by a view) and V; the scores become dead."""
+    """Make the P @ V matmul of `space` a view of one `scaled_dot_product_attention` call on
+    the score matmul's operands (K transposed back) and V, each given a leading dim of one:
+    the call's fused kernels (FlashAttention, memory-efficient, cuDNN) take 4-d tensors only,
+    and a 3-d [batch * heads, rows, head dim] call runs the math path, which stores the
+    scores. The scores become dead."""
     score = graph.node(space.score)
     anchor = graph.node(space.anchor)
-    q, k_t = score.args[0], score.args[1]
-    k_meta = graph.meta(k_t)
-    shape, stride = list(k_meta.shape), list(k_meta.stride)
-    shape[-1], shape[-2] = shape[-2], shape[-1]
-    stride[-1], stride[-2] = stride[-2], stride[-1]
-    meta = TensorMeta(shape=shape, stride=stride, dtype=k_meta.dtype, offset=k_meta.offset)
-    rank = len(shape)
-    key = Node(
-        graph.fresh("sdpa_key"),
-        "aten.transpose.int",
-        Kind.VIEW,
-        (k_t, rank - 2, rank - 1),
-        {},
-        (meta,),
+    q, k_t, v = score.args[0], score.args[1], anchor.args[1]
+    key = _view(graph, "sdpa_key", "aten.transpose.int", k_t, _swapped_last_two(graph.meta(k_t)))
+    metas = (graph.meta(q), key.meta, graph.meta(v))
+    operands = [
+        _view(graph, "sdpa_in", "aten.unsqueeze.default", ref, _with_leading_one(meta))
+        for ref, meta in zip((q, Ref(key.name), v), metas, strict=True)
+    ]
+    meta = anchor.meta
+    call = Node(
+        graph.fresh("sdpa"),
+        SDPA_TARGET,
+        Kind.EXTERN,
+        (*(Ref(n.name) for n in operands), None, 0.0, form.causal),
+        {"scale": form.scale},
+        (contiguous([1, *meta.shape], meta.dtype),),
     )
-    anchor.target = SDPA_TARGET
-    anchor.kind = Kind.EXTERN
-    anchor.args = (q, Ref(key.name), anchor.args[1], None, 0.0, form.causal)
-    anchor.kwargs = {"scale": form.scale}
+    anchor.target, anchor.kind = "aten.squeeze.dim", Kind.VIEW
+    anchor.args, anchor.kwargs = (Ref(call.name), 0), {}
+    added = [key, *operands, call]
     graph.nodes = {
         new.name: new
         for name, old in graph.nodes.items()
-        for new in ([key, old] if name == anchor.name else [old])
+        for new in ([*added, old] if name == anchor.name else [old])
     }
     index_users(graph)
     graph.notes.append(
         "attention is one scaled_dot_product_attention call" + (" (causal)" if form.causal else "")
+    )
+
+
+def _view(graph: Graph, stem: str, target: str, source: Ref, meta: TensorMeta) -> Node:
+    """A new view node of `source` (not yet in the graph) with output `meta`: a transpose of
+    the last two dims, or an unsqueeze at 0."""
+    rank = len(meta.shape)
+    args = (source, rank - 2, rank - 1) if target == "aten.transpose.int" else (source, 0)
+    return Node(graph.fresh(stem), target, Kind.VIEW, args, {}, (meta,))
+
+
+def _swapped_last_two(meta: TensorMeta) -> TensorMeta:
+    shape, stride = list(meta.shape), list(meta.stride)
+    shape[-1], shape[-2] = shape[-2], shape[-1]
+    stride[-1], stride[-2] = stride[-2], stride[-1]
+    return TensorMeta(shape=shape, stride=stride, dtype=meta.dtype, offset=meta.offset)
+
+
+def _with_leading_one(meta: TensorMeta) -> TensorMeta:
+    first = meta.stride[0] * meta.shape[0] if meta.shape else 1
+    return TensorMeta(
+        shape=[1, *meta.shape], stride=[first, *meta.stride], dtype=meta.dtype, offset=meta.offset
     )
 
 
