@@ -38,6 +38,8 @@ class IndexMask:
     """A boolean tensor computed from positions only."""
     keep: bool
     """The condition's value where a score is kept."""
+    scores: Ref | None = None
+    """The scores the -inf is written into (the `where`'s other branch, the add's other term)."""
 
 
 def index_mask(graph: Graph, scores: Ref) -> IndexMask | None:
@@ -60,7 +62,9 @@ def index_mask(graph: Graph, scores: Ref) -> IndexMask | None:
         for arg in node.args:
             added = _where_minus_inf(graph, graph.node(arg), other_zero=True)
             if isinstance(arg, Ref) and added is not None:
-                found = IndexMask(node.name, added.condition, added.keep)
+                other = node.args[1] if arg == node.args[0] else node.args[0]
+                behind = other if isinstance(other, Ref) else None
+                found = IndexMask(node.name, added.condition, added.keep, behind)
                 break
     if found is None or not _positions_only(graph, found.condition):
         return None
@@ -72,9 +76,11 @@ def _where_minus_inf(graph: Graph, node: Node, *, other_zero: bool = False) -> I
         return None
     condition, when_true, when_false = node.args
     if _minus_inf(graph, when_true) and (not other_zero or _zero(graph, when_false)):
-        return IndexMask(node.name, condition, keep=False)
+        scores = when_false if isinstance(when_false, Ref) else None
+        return IndexMask(node.name, condition, keep=False, scores=scores)
     if _minus_inf(graph, when_false) and (not other_zero or _zero(graph, when_true)):
-        return IndexMask(node.name, condition, keep=True)
+        scores = when_true if isinstance(when_true, Ref) else None
+        return IndexMask(node.name, condition, keep=True, scores=scores)
     return None
 
 

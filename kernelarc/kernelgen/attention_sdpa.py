@@ -27,7 +27,7 @@ keeps the generated kernel.
 from dataclasses import dataclass
 
 from kernelarc.kernelgen.attention import _guarded, attention_space
-from kernelarc.kernelgen.attention_mask import constant_value, index_mask
+from kernelarc.kernelgen.attention_mask import IndexMask, constant_value, index_mask
 from kernelarc.kernelgen.causal_mask import is_causal
 from kernelarc.kernelgen.graph_ir import Graph, Kind, Node, Ref, contiguous, index_users
 from kernelarc.kernelgen.space import AttentionSpace
@@ -74,7 +74,10 @@ def sdpa_form(graph: Graph, space: AttentionSpace) -> SdpaForm | None:
     `softmax(scale * Q @ K^T [causal mask]) @ V` (module docstring), else None."""
     score, anchor = graph.node(space.score), graph.node(space.anchor)
     dtype = graph.meta(score.args[0]).dtype
-    scale = _score_scale(graph, space, dtype)
+    mask = index_mask(graph, graph.node(space.row_max).args[0]) if space.mask else None
+    if space.mask and mask is None:
+        return None
+    scale = _score_scale(graph, space, dtype, mask)
     if scale is None or {graph.meta(anchor.args[1]).dtype, anchor.meta.dtype} != {dtype}:
         return None  # the call computes in Q's dtype, as one dtype for Q, K, V and the output
     if not _plain_probabilities(graph, space, dtype):
@@ -84,25 +87,26 @@ def sdpa_form(graph: Graph, space: AttentionSpace) -> SdpaForm | None:
         # a reference widens (SDPA's traced math path does) are better served by the generated
         # kernel's 16-bit dots (FLASH_DOT16).
         return None
-    if not space.mask:
+    if mask is None:
         return SdpaForm(scale=scale, causal=False)
-    mask = index_mask(graph, graph.node(space.row_max).args[0])
-    if mask is None or not is_causal(graph, mask.condition, mask.keep):
+    if not is_causal(graph, mask.condition, mask.keep):
         return None
     return SdpaForm(scale=scale, causal=True)
 
 
-def _score_scale(graph: Graph, space: AttentionSpace, dtype: str) -> float | None:
+def _score_scale(
+    graph: Graph, space: AttentionSpace, dtype: str, mask: IndexMask | None
+) -> float | None:
     """The product of the positive constants the scores are scaled by on their way from the
     score matmul to the softmax, when nothing but casts to float32 / float64 / `dtype`, views
-    and the position mask is on that way; else None."""
+    and the position `mask` is on that way; else None."""
     score = graph.node(space.score)
     scale = 1.0
     node = graph.node(graph.node(space.row_max).args[0])
     while node.name != score.name:
         source = node.args[0] if node.args and isinstance(node.args[0], Ref) else None
-        if source is not None and node.name == space.mask:
-            source = _scores_behind_mask(graph, node)
+        if source is not None and mask is not None and node.name == mask.node:
+            source = mask.scores
         elif node.target in _SCALE_MUL + _SCALE_DIV and len(node.args) == 2:
             first, second = node.args
             if node.target in _SCALE_MUL and constant_value(graph, first) is not None:
@@ -202,21 +206,6 @@ def _with_leading_one(meta: TensorMeta) -> TensorMeta:
     return TensorMeta(
         shape=[1, *meta.shape], stride=[first, *meta.stride], dtype=meta.dtype, offset=meta.offset
     )
-
-
-def _scores_behind_mask(graph: Graph, node: Node) -> Ref | None:
-    """The scores a position mask writes -inf into: the operand of `where(c, -inf, s)` /
-    `where(c, s, -inf)` / `s + where(c, 0, -inf)` that is not the constant or the mask."""
-    if node.target == "aten.where.self" and len(node.args) == 3:
-        for value in node.args[1:]:
-            if isinstance(value, Ref) and constant_value(graph, value) is None:
-                return value
-        return None
-    if node.target == "aten.add.Tensor":
-        for value in node.args:
-            if isinstance(value, Ref) and graph.node(value).target != "aten.where.self":
-                return value
-    return None
 
 
 def _keeps_last_two(graph: Graph, node: Node, source: Ref) -> bool:

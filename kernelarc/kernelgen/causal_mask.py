@@ -110,11 +110,8 @@ def _predicate(graph: Graph, ref: Ref) -> Predicate | None:
     if node.meta.dtype != "bool":
         return None
     if node.kind == Kind.VIEW:
-        if node.target not in _KEEPING_VIEWS or not isinstance(node.args[0], Ref):
-            return None
-        before = list(graph.meta(node.args[0]).shape)
-        moved = _axis_map(before, list(node.meta.shape), node.target)
-        inner = _predicate(graph, node.args[0])
+        moved = _moved_axes(graph, node)
+        inner = _predicate(graph, node.args[0]) if moved is not None else None
         return None if moved is None or inner is None else _renumbered(inner, moved)
     if node.target in _COPIES and isinstance(node.args[0], Ref):
         return _predicate(graph, node.args[0])
@@ -173,10 +170,9 @@ def _selection(graph: Graph, value: Any) -> tuple[Predicate, float, float] | Non
     node = graph.node(value)
     if node.target in _COPIES and isinstance(node.args[0], Ref):
         return _selection(graph, node.args[0])
-    if node.kind == Kind.VIEW and node.target in _KEEPING_VIEWS and isinstance(node.args[0], Ref):
-        before = list(graph.meta(node.args[0]).shape)
-        moved = _axis_map(before, list(node.meta.shape), node.target)
-        inner = _selection(graph, node.args[0])
+    if node.kind == Kind.VIEW:
+        moved = _moved_axes(graph, node)
+        inner = _selection(graph, node.args[0]) if moved is not None else None
         if moved is None or inner is None:
             return None
         return _renumbered(inner[0], moved), inner[1], inner[2]
@@ -251,22 +247,20 @@ def _affine_of_node(graph: Graph, node: Node) -> Affine | None:
 def _affine_view(graph: Graph, node: Node) -> Affine | None:
     """A view that inserts, broadcasts or drops size-one dims renumbers the axes (counted from
     the last); any other view is not followed."""
-    source = node.args[0]
-    inner = _affine(graph, source)
-    if inner is None or not _axes_kept(graph, node):
-        return None
-    moved = _axis_map(list(graph.meta(source).shape), list(node.meta.shape), node.target)
-    if moved is None:
+    moved = _moved_axes(graph, node)
+    inner = _affine(graph, node.args[0]) if moved is not None else None
+    if moved is None or inner is None:
         return None
     return {(moved[axis] if axis else 0): c for axis, c in inner.items()}
 
 
-def _axes_kept(graph: Graph, node: Node) -> bool:
-    """The view adds, broadcasts or removes size-one dims only (a position keeps its axis)."""
-    if node.target not in _KEEPING_VIEWS:
-        return False
-    before = list(graph.meta(node.args[0]).shape)
-    return _axis_map(before, list(node.meta.shape), node.target) is not None
+def _moved_axes(graph: Graph, node: Node) -> dict[int, int] | None:
+    """For a view that adds, broadcasts or removes size-one dims only (a position keeps its
+    axis), where its source's axes land (`_axis_map`); None for any other view."""
+    source = node.args[0] if node.args else None
+    if node.target not in _KEEPING_VIEWS or not isinstance(source, Ref):
+        return None
+    return _axis_map(list(graph.meta(source).shape), list(node.meta.shape), node.target)
 
 
 _KEEPING_VIEWS = (

@@ -257,12 +257,7 @@ class _PlanWriter:
             return None
         if dest.node not in self.plan.schedule.allocated or dest in self.graph.outputs:
             return None
-        readers = {
-            other.name
-            for other in self.graph.nodes.values()
-            if any(ref.node == dest.node for ref in other.refs())
-        }
-        return form if readers == {node.name} else None
+        return form if self.graph.users.get(dest.node) == {node.name} else None
 
     def _kernel(self, step: KernelStep) -> None:
         kernel = step.kernel
